@@ -1,0 +1,66 @@
+package hist
+
+import "github.com/gtrace/gtrace/pkg/parse"
+
+// KeyKind says how a key's value is held.
+type KeyKind int
+
+// Key kinds.
+const (
+	KeyNumber KeyKind = iota // a u64 (after any log2/buckets transform)
+	KeyString                // text (char arrays, __data_loc strings, comm)
+)
+
+// Key is one resolved hist key.
+type Key struct {
+	Spec   parse.HistField // as parsed: name, modifier, buckets
+	Kind   KeyKind
+	Signed bool // the source field is signed (numbers are still printed as the kernel does)
+}
+
+// Val is one resolved explicit value (hitcount is implicit and always
+// counted; see Plan.HitcountMod).
+type Val struct {
+	Spec parse.HistField
+}
+
+// Plan is a hist spec resolved against an event's format.
+type Plan struct {
+	Event       string // "system:event"
+	Spec        *parse.HistSpec
+	Keys        []Key
+	Vals        []Val         // explicit values other than hitcount, in spec order
+	HitcountMod parse.HistMod // ModPercent or ModGraph when vals= lists hitcount.percent/.graph, else ModNone
+	Size        int           // effective table size (a power of two)
+}
+
+// KeyValue is the value of one key in an entry.
+type KeyValue struct {
+	Num uint64 // KeyNumber (for log2 keys the exponent, for buckets the bucket start)
+	Str string // KeyString
+}
+
+// Entry is one row of a hist table.
+type Entry struct {
+	Keys     []KeyValue // one per Plan.Keys
+	Comm     string     // task name saved when the entry was created (for .execname keys)
+	Hitcount uint64
+	Vals     []uint64 // one per Plan.Vals
+}
+
+// Table is the contents of a hist: its entries and counters.
+type Table struct {
+	Plan    *Plan
+	Entries []Entry
+	Dropped uint64 // events whose new key found the table full
+	Lost    uint64 // events that could not be counted for another reason
+}
+
+// Hits returns the sum of the entries' hitcounts: the kernel's "Hits:".
+func (t *Table) Hits() uint64 {
+	var n uint64
+	for i := range t.Entries {
+		n += t.Entries[i].Hitcount
+	}
+	return n
+}

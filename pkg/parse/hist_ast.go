@@ -1,0 +1,59 @@
+package parse
+
+// HistMod is a hist key or value modifier (the text after the field's '.').
+type HistMod int
+
+// Hist modifiers, as the kernel names them.
+const (
+	ModNone       HistMod = iota //
+	ModHex                       // hex
+	ModSym                       // sym
+	ModSymOffset                 // sym-offset
+	ModExecname                  // execname
+	ModSyscall                   // syscall
+	ModLog2                      // log2
+	ModBuckets                   // buckets
+	ModUsecs                     // usecs
+	ModPercent                   // percent
+	ModGraph                     // graph
+	ModStacktrace                // stacktrace
+)
+
+var histModNames = [...]string{"", "hex", "sym", "sym-offset", "execname", "syscall", "log2", "buckets", "usecs", "percent", "graph", "stacktrace"}
+
+func (m HistMod) String() string { return histModNames[m] }
+
+// HistField is a key or value: a field name with at most one modifier.
+type HistField struct {
+	Name    string  // field name as the kernel prints it: "common_pid", "id", "hitcount", "common_cpu"
+	Mod     HistMod // modifier, ModNone if none
+	Buckets uint64  // ModBuckets: the bucket size N (> 0)
+	Off     int     // offset of the field in the spec source
+	End     int     // end of the field (and modifier) in the spec source
+}
+
+// SortKey is one entry of sort=.
+type SortKey struct {
+	Name       string // bare name: "hitcount", or a key/value field name
+	Descending bool
+	Off, End   int
+}
+
+// HistSpec is a parsed hist trigger: the part after "hist:" in the
+// kernel's syntax, or the same built from gtrace's flags.
+type HistSpec struct {
+	Src        string      // the source text the offsets refer to
+	Name       string      // name=, "" if none
+	Keys       []HistField // 1..3 keys
+	Vals       []HistField // explicit values other than plain hitcount, in order (0..2)
+	Sort       []SortKey   // 0..2; empty means hitcount ascending
+	Size       int         // as given (0 = not given); see EffectiveSize
+	Clock      string      // clock=, "" if none
+	Pause      bool        // pause
+	Cont       bool        // cont / continue
+	Clear      bool        // clear
+	NoHitcount bool        // nohitcount / NOHC
+	Filter     Expr        // the if-filter, nil if none
+	FilterText string      // the filter text as typed (after "if ")
+	FilterOff  int         // offset of FilterText in Src
+}
