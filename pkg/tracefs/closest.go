@@ -3,6 +3,8 @@ package tracefs
 import (
 	"sort"
 	"strings"
+
+	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // closest returns up to n event names nearest to pattern by edit distance,
@@ -20,7 +22,7 @@ func closest(pattern string, all []Event, n int) []string {
 		if qualified {
 			target = e.String()
 		}
-		d := Distance(pattern, target)
+		d := parse.Distance(pattern, target)
 		if d <= max(2, len(pattern)/3) {
 			cs = append(cs, cand{e.String(), d})
 		}
@@ -31,25 +33,4 @@ func closest(pattern string, all []Event, n int) []string {
 		out = append(out, cs[i].name)
 	}
 	return out
-}
-
-// Distance is the Levenshtein edit distance between a and b.
-func Distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,0 +1,386 @@
+package bpfgen
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// Source says where a key or value comes from.
+type Source int
+
+// Sources of hist keys and values.
+const (
+	SrcField Source = iota // a field of the record
+	SrcPID                 // the current task's pid (the kernel's common_pid)
+	SrcCPU                 // the CPU the event ran on (common_cpu)
+	SrcComm                // the current task's name (comm), 16 bytes
+)
+
+// KeyOp transforms a numeric key before it is stored.
+type KeyOp int
+
+// Key transforms.
+const (
+	OpNone    KeyOp = iota
+	OpLog2          // ilog2(roundup_pow_of_two(v)); 0 and 1 give 0
+	OpBuckets       // (v / N) * N
+)
+
+// KeySlot is one key in the hist map's key.
+type KeySlot struct {
+	Src     Source
+	Field   *parse.Field // SrcField
+	Op      KeyOp
+	Buckets uint64 // OpBuckets: N > 0
+	Off     int    // offset in the key
+	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
+}
+
+// ValSlot is one summed value; the hit count is always the value's first
+// u64 and is not a slot.
+type ValSlot struct {
+	Field *parse.Field
+	Off   int // offset in the map value (>= 8)
+}
+
+// FilterEmitter appends code that jumps to miss when the event does not
+// pass, under the register contract of this package. It may use the stack
+// inside scratch.
+type FilterEmitter func(b *Builder, miss string, scratch StackArea) error
+
+// HistSpec describes a hist program for one tracepoint.
+type HistSpec struct {
+	Keys        []KeySlot
+	KeySize     int
+	Vals        []ValSlot
+	ValueSize   int           // hitcount + sums (+ comm)
+	CommOff     int           // >= 0: save the task name here when an entry is created
+	MaxEntries  int           // the hist's size
+	Filter      FilterEmitter // nil: every event counts
+	ExcludeTGID uint32        // events of this process are not counted (gtrace itself); 0: none
+	OnlyTGIDs   []uint32      // if not empty, only events of these processes count
+}
+
+// Names of the objects in a hist collection.
+const (
+	HistMapName    = "hist"
+	DropsMapName   = "drops"
+	HistProgName   = "gtrace_hist"
+	maxStack       = 512
+	stringSlotSize = 256 // the kernel's MAX_FILTER_STR_VAL
+)
+
+// CommLen is the size of a task name (TASK_COMM_LEN).
+const CommLen = 16
+
+// StringSlotSize returns the key slot size for a string field: the static
+// array plus a NUL, or the kernel's 256 bytes for dynamic strings.
+func StringSlotSize(f *parse.Field) int {
+	if f.Class == parse.ClassString {
+		return min((f.Size+1+7)&^7, stringSlotSize)
+	}
+	return stringSlotSize
+}
+
+// errEEXIST is -EEXIST as a map update returns it.
+const errEEXIST = -17
+
+// Hist builds the collection (program, hist hash map, drop counter) for a
+// hist on a tracepoint.
+func Hist(s *HistSpec) (*ebpf.CollectionSpec, error) {
+	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
+		return nil, fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
+	}
+	if s.KeySize+s.ValueSize > maxStack {
+		return nil, fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
+	}
+	keyOff := -int16(s.KeySize)
+	valOff := keyOff - int16(s.ValueSize)
+	b := &Builder{}
+	out := b.Label("out")
+
+	b.Comment("R6 = ctx; R9 = pid_tgid")
+	b.Emit(
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(asm.R9, asm.R0),
+	)
+	if s.ExcludeTGID != 0 || len(s.OnlyTGIDs) > 0 {
+		b.Comment("process filter")
+		b.Emit(asm.RSh.Imm(asm.R0, 32))
+		if s.ExcludeTGID != 0 {
+			b.Emit(asm.JEq.Imm(asm.R0, int32(s.ExcludeTGID), out))
+		}
+		if len(s.OnlyTGIDs) > 0 {
+			ok := b.Label("pid_ok")
+			for _, p := range s.OnlyTGIDs {
+				b.Emit(asm.JEq.Imm(asm.R0, int32(p), ok))
+			}
+			b.Emit(asm.Ja.Label(out))
+			b.Mark(ok)
+		}
+	}
+	if s.Filter != nil {
+		if err := s.Filter(b, out, StackArea{Off: -maxStack, Size: maxStack}); err != nil {
+			return nil, err
+		}
+	}
+
+	// Build the key at R7 = fp + keyOff.
+	b.Comment("R7 = &key")
+	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
+	for i := range s.Keys {
+		if err := emitKey(b, &s.Keys[i]); err != nil {
+			return nil, err
+		}
+	}
+
+	// Existing entry: atomic adds.
+	hit := b.Label("hit")
+	miss := b.Label("miss")
+	b.Comment("lookup")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, miss),
+	)
+	b.Mark(hit)
+	b.Comment("hitcount += 1")
+	b.Emit(
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, 0),
+	)
+	for _, v := range s.Vals {
+		b.Comment("%s += %s", "sum", v.Field.Name)
+		loadField(b, asm.R1, v.Field)
+		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(v.Off)))
+	}
+	b.Emit(asm.Ja.Label(out))
+
+	// New entry: build the value and insert it if there is room.
+	b.Mark(miss)
+	b.Comment("new entry")
+	b.Emit(asm.StoreImm(asm.R10, valOff, 1, asm.DWord))
+	for _, v := range s.Vals {
+		loadField(b, asm.R1, v.Field)
+		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
+	}
+	if s.CommOff >= 0 {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, int32(valOff)+int32(s.CommOff)),
+			asm.Mov.Imm(asm.R2, CommLen),
+			asm.FnGetCurrentComm.Call(),
+		)
+	}
+	dropped := b.Label("dropped")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, int32(valOff)),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.JNE.Imm(asm.R0, errEEXIST, dropped),
+	)
+	b.Comment("another CPU inserted the key first")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, hit),
+		asm.Ja.Label(out),
+	)
+	b.Mark(dropped)
+	b.Comment("table full: dropped += 1")
+	b.Emit(
+		asm.StoreImm(asm.R10, -8, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(DropsMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+	)
+	b.Mark(out)
+	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+
+	return &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			HistMapName: {
+				Name:       HistMapName,
+				Type:       ebpf.Hash,
+				KeySize:    uint32(s.KeySize),
+				ValueSize:  uint32(s.ValueSize),
+				MaxEntries: uint32(s.MaxEntries),
+			},
+			DropsMapName: {
+				Name:       DropsMapName,
+				Type:       ebpf.Array,
+				KeySize:    4,
+				ValueSize:  8,
+				MaxEntries: 1,
+			},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{
+			HistProgName: {
+				Name:         HistProgName,
+				Type:         ebpf.TracePoint,
+				License:      "GPL",
+				Instructions: b.Instructions(),
+			},
+		},
+	}, nil
+}
+
+// emitKey stores one key at R7+slot.Off. Clobbers R0-R5.
+func emitKey(b *Builder, k *KeySlot) error {
+	off := int16(k.Off)
+	switch k.Src {
+	case SrcPID:
+		b.Comment("key common_pid")
+		// The kernel's common_pid is an int: sign extend the tid.
+		b.Emit(asm.Mov.Reg(asm.R0, asm.R9), asm.LSh.Imm(asm.R0, 32), asm.ArSh.Imm(asm.R0, 32))
+	case SrcCPU:
+		b.Comment("key common_cpu")
+		b.Emit(asm.FnGetSmpProcessorId.Call())
+	case SrcComm:
+		b.Comment("key comm")
+		zero(b, off, k.Size)
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Imm(asm.R1, int32(off)),
+			asm.Mov.Imm(asm.R2, CommLen),
+			asm.FnGetCurrentComm.Call(),
+		)
+		return nil
+	case SrcField:
+		f := k.Field
+		switch {
+		case f.Class == parse.ClassNumeric:
+			b.Comment("key %s", f.Name)
+			loadField(b, asm.R0, f)
+		case f.Class.IsString():
+			b.Comment("key %s (string)", f.Name)
+			zero(b, off, k.Size)
+			n := k.Size - 1
+			if f.Class == parse.ClassString {
+				n = min(n, f.Size)
+			}
+			b.Emit(asm.Mov.Reg(asm.R3, asm.R6))
+			if f.Class == parse.ClassString {
+				b.Emit(asm.Add.Imm(asm.R3, int32(f.Offset)))
+			} else {
+				b.Emit(
+					asm.LoadMem(asm.R1, asm.R6, int16(f.Offset), asm.Word),
+					asm.And.Imm(asm.R1, 0xffff),
+				)
+				if f.Class == parse.ClassRelLoc {
+					b.Emit(asm.Add.Imm(asm.R1, int32(f.Offset+4)))
+				}
+				b.Emit(asm.Add.Reg(asm.R3, asm.R1))
+			}
+			// Copy at most n bytes and a NUL: the rest of the slot stays zero,
+			// as the kernel's strncpy leaves it.
+			b.Emit(
+				asm.Mov.Reg(asm.R1, asm.R7),
+				asm.Add.Imm(asm.R1, int32(off)),
+				asm.Mov.Imm(asm.R2, int32(n+1)),
+				asm.FnProbeReadKernelStr.Call(),
+			)
+			return nil
+		default:
+			return fmt.Errorf("field %s (%s) cannot be a hist key", f.Name, f.Class)
+		}
+	}
+	switch k.Op {
+	case OpLog2:
+		emitLog2(b)
+	case OpBuckets:
+		if k.Buckets == 0 {
+			return fmt.Errorf("buckets=0")
+		}
+		if k.Buckets <= 1<<31-1 {
+			b.Emit(asm.Div.Imm(asm.R0, int32(k.Buckets)), asm.Mul.Imm(asm.R0, int32(k.Buckets)))
+		} else {
+			b.Emit(
+				asm.LoadImm(asm.R1, int64(k.Buckets), asm.DWord),
+				asm.Div.Reg(asm.R0, asm.R1),
+				asm.Mul.Reg(asm.R0, asm.R1),
+			)
+		}
+	}
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+	return nil
+}
+
+// emitLog2 replaces R0 by ilog2(roundup_pow_of_two(R0)) = bit length of
+// R0-1, with 0 and 1 giving 0. Clobbers R1, R2.
+func emitLog2(b *Builder) {
+	done := b.Label("log2_done")
+	zeroLbl := b.Label("log2_zero")
+	b.Emit(
+		asm.JLE.Imm(asm.R0, 1, zeroLbl),
+		asm.Sub.Imm(asm.R0, 1),
+		asm.Mov.Imm(asm.R2, 0),
+	)
+	for _, sh := range []int32{32, 16, 8, 4, 2, 1} {
+		skip := b.Label("log2_skip")
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.RSh.Imm(asm.R1, sh),
+			asm.JEq.Imm(asm.R1, 0, skip),
+			asm.Mov.Reg(asm.R0, asm.R1),
+			asm.Add.Imm(asm.R2, sh),
+		)
+		b.Mark(skip)
+	}
+	// R0 is now 1 (the top bit): add it.
+	b.Emit(
+		asm.Add.Reg(asm.R2, asm.R0),
+		asm.Mov.Reg(asm.R0, asm.R2),
+		asm.Ja.Label(done),
+	)
+	b.Mark(zeroLbl)
+	b.Emit(asm.Mov.Imm(asm.R0, 0))
+	b.Mark(done)
+}
+
+// zero clears size bytes (a multiple of 8) at R7+off.
+func zero(b *Builder, off int16, size int) {
+	for i := 0; i < size; i += 8 {
+		b.Emit(asm.StoreImm(asm.R7, off+int16(i), 0, asm.DWord))
+	}
+}
+
+// loadField loads a numeric field of the record (R6) into dst, widened to
+// 64 bits as the kernel does: sign extended when signed. Tracepoint context
+// loads must be aligned to their size; misaligned fields are assembled
+// from byte loads. Clobbers dst only (and R5 for misaligned fields).
+func loadField(b *Builder, dst asm.Register, f *parse.Field) {
+	size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[f.Size]
+	if f.Offset%f.Size == 0 {
+		b.Emit(asm.LoadMem(dst, asm.R6, int16(f.Offset), size))
+	} else {
+		b.Emit(asm.LoadMem(dst, asm.R6, int16(f.Offset+f.Size-1), asm.Byte))
+		for i := f.Size - 2; i >= 0; i-- {
+			b.Emit(
+				asm.LSh.Imm(dst, 8),
+				asm.LoadMem(asm.R5, asm.R6, int16(f.Offset+i), asm.Byte),
+				asm.Or.Reg(dst, asm.R5),
+			)
+		}
+	}
+	if f.Signed && f.Size < 8 {
+		sh := int32(64 - 8*f.Size)
+		b.Emit(asm.LSh.Imm(dst, sh), asm.ArSh.Imm(dst, sh))
+	}
+}

@@ -1,0 +1,154 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// ErrPermission is wrapped by errors caused by missing privileges.
+var ErrPermission = errors.New("permission denied")
+
+// Objects is a loaded collection with its attached links.
+type Objects struct {
+	coll  *ebpf.Collection
+	links []link.Link
+}
+
+// Load loads a collection. A verifier rejection is returned as an error
+// that VerifierTail can shorten; missing privileges wrap ErrPermission
+// with the capabilities to grant.
+func Load(spec *ebpf.CollectionSpec) (*Objects, error) {
+	_ = rlimit.RemoveMemlock()
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 16},
+	})
+	if err != nil {
+		return nil, explain("load BPF program", err)
+	}
+	return &Objects{coll: coll}, nil
+}
+
+// AttachTracepoint attaches the named program to system:event.
+func (o *Objects) AttachTracepoint(prog, system, event string) error {
+	p := o.coll.Programs[prog]
+	if p == nil {
+		return fmt.Errorf("attach %s:%s: no program %q", system, event, prog)
+	}
+	l, err := link.Tracepoint(system, event, p, nil)
+	if err != nil {
+		return explain(fmt.Sprintf("attach %s:%s", system, event), err)
+	}
+	o.links = append(o.links, l)
+	return nil
+}
+
+// Map returns a map of the collection by name, or nil.
+func (o *Objects) Map(name string) *ebpf.Map { return o.coll.Maps[name] }
+
+// Close detaches and unloads everything.
+func (o *Objects) Close() error {
+	var errs []error
+	for _, l := range o.links {
+		errs = append(errs, l.Close())
+	}
+	o.coll.Close()
+	return errors.Join(errs...)
+}
+
+// ForEach calls fn for every key and value of a hash map. The slices are
+// reused between calls.
+func ForEach(m *ebpf.Map, fn func(key, value []byte)) error {
+	key := make([]byte, m.KeySize())
+	val := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		fn(key, val)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read map %s: %w", mapName(m), err)
+	}
+	return nil
+}
+
+// Clear deletes every entry of a hash map.
+func Clear(m *ebpf.Map) error {
+	key := make([]byte, m.KeySize())
+	var keys [][]byte
+	it := m.Iterate()
+	val := make([]byte, m.ValueSize())
+	for it.Next(&key, &val) {
+		keys = append(keys, append([]byte(nil), key...))
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("clear map %s: %w", mapName(m), err)
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clear map %s: %w", mapName(m), err)
+		}
+	}
+	return nil
+}
+
+// ReadU64 reads the u64 at index 0 of an array map; with reset it also
+// sets it to zero.
+func ReadU64(m *ebpf.Map, reset bool) (uint64, error) {
+	var v uint64
+	if err := m.Lookup(uint32(0), &v); err != nil {
+		return 0, fmt.Errorf("read map %s: %w", mapName(m), err)
+	}
+	if reset {
+		if err := m.Put(uint32(0), uint64(0)); err != nil {
+			return 0, fmt.Errorf("reset map %s: %w", mapName(m), err)
+		}
+	}
+	return v, nil
+}
+
+func mapName(m *ebpf.Map) string {
+	if info, err := m.Info(); err == nil {
+		return info.Name
+	}
+	return "map"
+}
+
+// VerifierTail returns the last n lines of a verifier log carried by err,
+// or "" when err is not a verifier error.
+func VerifierTail(err error, n int) string {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return ""
+	}
+	lines := ve.Log
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// explain turns privilege and feature errors into advice.
+func explain(action string, err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%s: %w", action, err)
+		}
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("%s: %w: gtrace needs CAP_BPF and CAP_PERFMON (or root): run it with sudo, or grant them with setcap cap_bpf,cap_perfmon+ep on the binary", action, ErrPermission)
+		}
+		return fmt.Errorf("%s: %w (running as root: the kernel may forbid BPF here, see kernel.unprivileged_bpf_disabled and lockdown)", action, err)
+	case errors.Is(err, unix.ENOENT) && strings.HasPrefix(action, "attach"):
+		return fmt.Errorf("%s: %w: the tracepoint does not exist on this kernel", action, err)
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return fmt.Errorf("%s: %w: the kernel needs CONFIG_BPF_SYSCALL and CONFIG_BPF_EVENTS", action, err)
+	}
+	return fmt.Errorf("%s: %w", action, err)
+}
