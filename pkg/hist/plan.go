@@ -1,0 +1,129 @@
+package hist
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// pseudo-fields that exist for every event, after the event's own fields.
+var pseudoKeys = map[string]KeyKind{
+	"common_cpu":  KeyNumber,
+	"comm":        KeyString,
+	"COMM":        KeyString,
+	"common_comm": KeyString,
+}
+
+// NewPlan resolves spec against the format of the event it is for. Errors
+// are *parse.Error pointing into spec.Src.
+func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
+	p := &Plan{Event: f.FullName(), Spec: spec, Size: spec.EffectiveSize()}
+	for _, k := range spec.Keys {
+		key, err := resolveKey(spec, f, k)
+		if err != nil {
+			return nil, err
+		}
+		p.Keys = append(p.Keys, key)
+	}
+	for _, v := range spec.Vals {
+		if v.Name == "hitcount" {
+			p.HitcountMod = v.Mod
+			continue
+		}
+		fld := f.Field(v.Name)
+		if fld == nil {
+			return nil, unknownField(spec, f, v)
+		}
+		if fld.Class != parse.ClassNumeric || fld.Common {
+			return nil, parse.Errorf(spec.Name, spec.Src, v.Off, v.End, "field %q (%s) cannot be a value: values must be numeric fields of the event", v.Name, fldClass(fld))
+		}
+		p.Vals = append(p.Vals, Val{Spec: v})
+	}
+	return p, nil
+}
+
+func fldClass(f *parse.Field) string {
+	if f.Common {
+		return "common header field"
+	}
+	return f.Class.String()
+}
+
+func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, error) {
+	bad := func(format string, args ...any) (Key, error) {
+		return Key{}, parse.Errorf(spec.Name, spec.Src, k.Off, k.End, format, args...)
+	}
+	if fld := f.Field(k.Name); fld != nil {
+		switch {
+		case fld.Class.IsString():
+			if k.Mod != parse.ModNone {
+				return bad("invalid field modifier .%s on string field %q", k.Mod, k.Name)
+			}
+			return Key{Spec: k, Kind: KeyString}, nil
+		case fld.Class == parse.ClassNumeric || fld.Class == parse.ClassStringPtr:
+			if fld.Common && fld.Name != "common_pid" {
+				return bad("field %q is not available to BPF programs (only common_pid of the common header is)", k.Name)
+			}
+			if k.Mod == parse.ModExecname && fld.Name != "common_pid" {
+				return bad("invalid field modifier .execname: it applies only to common_pid")
+			}
+			return Key{Spec: k, Kind: KeyNumber, Signed: fld.Signed}, nil
+		default:
+			return bad("field %q (%s) cannot be a hist key", k.Name, fld.Class)
+		}
+	}
+	kind, ok := pseudoKeys[k.Name]
+	if !ok {
+		return Key{}, unknownField(spec, f, k)
+	}
+	if kind == KeyString && k.Mod != parse.ModNone {
+		return bad("invalid field modifier .%s on string field %q", k.Mod, k.Name)
+	}
+	if k.Mod == parse.ModExecname {
+		return bad("invalid field modifier .execname: it applies only to common_pid")
+	}
+	return Key{Spec: k, Kind: kind}, nil
+}
+
+func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
+	e := parse.Errorf(spec.Name, spec.Src, k.Off, k.Off+len(k.Name), "unknown field %q in %s", k.Name, f.FullName())
+	names := []string{"common_cpu", "comm"}
+	for _, fld := range f.Fields {
+		names = append(names, fld.Name)
+	}
+	if s := parse.Nearest(k.Name, names); s != "" {
+		e.WithHint("did you mean %q?", s)
+	} else {
+		sort.Strings(names)
+		e.WithHint("fields are %v (gtrace list -F %s)", names, f.FullName())
+	}
+	return e
+}
+
+// String describes the plan in one line per key and value (for --dry-run).
+func (p *Plan) String() string {
+	s := fmt.Sprintf("event %s, size %d\n", p.Event, p.Size)
+	for _, k := range p.Keys {
+		kind := "number"
+		if k.Kind == KeyString {
+			kind = "string"
+		}
+		s += fmt.Sprintf("  key   %s%s (%s)\n", k.Spec.Name, modSuffix(k.Spec), kind)
+	}
+	s += "  value hitcount\n"
+	for _, v := range p.Vals {
+		s += fmt.Sprintf("  value %s%s (sum)\n", v.Spec.Name, modSuffix(v.Spec))
+	}
+	return s
+}
+
+func modSuffix(f parse.HistField) string {
+	switch f.Mod {
+	case parse.ModNone:
+		return ""
+	case parse.ModBuckets:
+		return fmt.Sprintf(".buckets=%d", f.Buckets)
+	}
+	return "." + f.Mod.String()
+}
