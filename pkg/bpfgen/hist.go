@@ -89,9 +89,24 @@ func StringSlotSize(f *parse.Field) int {
 // errEEXIST is -EEXIST as a map update returns it.
 const errEEXIST = -17
 
+// Program is a generated collection: programs and the maps they use.
+type Program struct {
+	Collection *ebpf.CollectionSpec
+}
+
+// Listing returns the assembly of every program, for --dry-run and for
+// verifier errors.
+func (p *Program) Listing() string {
+	var out string
+	for name, ps := range p.Collection.Programs {
+		out += fmt.Sprintf("%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)
+	}
+	return out
+}
+
 // Hist builds the collection (program, hist hash map, drop counter) for a
 // hist on a tracepoint.
-func Hist(s *HistSpec) (*ebpf.CollectionSpec, error) {
+func Hist(s *HistSpec) (*Program, error) {
 	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
 		return nil, fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
 	}
@@ -213,7 +228,7 @@ func Hist(s *HistSpec) (*ebpf.CollectionSpec, error) {
 	b.Mark(out)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 
-	return &ebpf.CollectionSpec{
+	return &Program{Collection: &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
 			HistMapName: {
 				Name:       HistMapName,
@@ -238,7 +253,7 @@ func Hist(s *HistSpec) (*ebpf.CollectionSpec, error) {
 				Instructions: b.Instructions(),
 			},
 		},
-	}, nil
+	}}, nil
 }
 
 // emitKey stores one key at R7+slot.Off. Clobbers R0-R5.
