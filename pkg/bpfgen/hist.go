@@ -280,7 +280,7 @@ func emitKey(b *Builder, k *KeySlot) error {
 	case SrcField:
 		f := k.Field
 		switch {
-		case f.Class == parse.ClassNumeric:
+		case f.Class == parse.ClassNumeric || f.Class == parse.ClassStringPtr:
 			b.Comment("key %s", f.Name)
 			loadField(b, asm.R0, f)
 		case f.Class.IsString():

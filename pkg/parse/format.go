@@ -263,3 +263,13 @@ func isCharType(t string) bool {
 	t = strings.TrimPrefix(t, "signed ")
 	return t == "char"
 }
+
+// Decl returns the field's C declaration as the format file writes it:
+// "char prev_comm[16]", "__data_loc char[] filename", "long id".
+func (fld *Field) Decl() string {
+	t := fld.Type
+	if i := strings.IndexByte(t, '['); i >= 0 && fld.Class != ClassDataLoc && fld.Class != ClassRelLoc {
+		return strings.TrimSpace(t[:i]) + " " + fld.Name + t[i:]
+	}
+	return t + " " + fld.Name
+}

@@ -1,0 +1,268 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gtrace/gtrace/pkg/hist"
+	"github.com/gtrace/gtrace/pkg/launch"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+type histOptions struct {
+	Events   []string
+	Raw      string // a kernel 'hist:...' string
+	Keys     []string
+	Vals     []string
+	Sort     []string
+	Size     int
+	Filter   string
+	Name     string
+	PIDs     []int
+	Duration time.Duration
+	Interval time.Duration
+	Clear    bool
+	Format   string
+	DryRun   bool
+	Command  []string
+}
+
+var histFormats = []string{"text", "json", "csv", "table"}
+
+func newHistCmd(d *Deps, runF func(*histOptions) error) *cobra.Command {
+	o := &histOptions{}
+	c := &cobra.Command{
+		Use:   "hist -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-- CMD ARGS...]",
+		Short: "Aggregate events into a histogram, like the kernel's hist triggers, in BPF",
+		Long: `Count events by keys and sum their fields, as the kernel's hist triggers do
+(Documentation/trace/histogram.rst), but in a BPF hash map, so it works on
+kernels built without CONFIG_HIST_TRIGGERS. The default output is byte for
+byte what the kernel's events/SYS/EVENT/hist file prints.
+
+The hist is given either with flags (-k, --vals, -s, --size, -f, --name) or as
+the kernel's own trigger string 'hist:keys=...:vals=...:sort=...:size=N if FILTER'.
+
+Key modifiers: .execname (common_pid only) .syscall .hex .sym .sym-offset
+.log2 .buckets=N. Value modifiers: .hex .percent .graph. Keys may be event
+fields, common_pid, common_cpu and comm. The filter supports == != < <= > >= &
+on numbers, == != on strings, && || ! and parentheses.
+
+It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
+-- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
+attached, and gtrace exits with CMD's exit status.`,
+		Example: `  # syscalls by process and syscall, until Ctrl-C
+  gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
+
+  # bytes written per process, biggest first, for 10 seconds
+  gtrace hist -e syscalls:sys_enter_write -k common_pid.execname --vals count -s count.descending --duration 10s
+
+  # the same as a kernel trigger string
+  gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
+
+  # a log2 histogram of write sizes of one command, as JSON
+  gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero bs=1k count=100
+
+  # print every second, starting afresh each time
+  gtrace hist -e sched:sched_switch -k prev_comm --interval 1s --clear
+
+  # show the plan and the generated BPF, load nothing
+  gtrace hist -e raw_syscalls:sys_enter -k id.syscall --dry-run`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if at := c.ArgsLenAtDash(); at >= 0 {
+				o.Command = args[at:]
+				args = args[:at]
+			}
+			switch len(args) {
+			case 0:
+			case 1:
+				o.Raw = args[0]
+			default:
+				return usagef("hist takes at most one 'hist:...' string, got %d arguments (put the command to trace after --)", len(args))
+			}
+			if len(o.Events) == 0 {
+				return usagef("hist needs an event: -e SYS:EVENT (gtrace list shows them)")
+			}
+			if o.Raw != "" && (len(o.Keys) > 0 || len(o.Vals) > 0 || len(o.Sort) > 0 || o.Size != 0 || o.Filter != "" || o.Name != "") {
+				return usagef("give the hist either as a 'hist:...' string or with -k/--vals/-s/--size/-f/--name, not both")
+			}
+			if o.Raw == "" && len(o.Keys) == 0 {
+				return usagef("hist needs keys: -k FIELD[,FIELD...] or a 'hist:keys=...' string")
+			}
+			if !oneOf(o.Format, histFormats) {
+				return usagef("invalid --format %q: want one of %s", o.Format, strings.Join(histFormats, ", "))
+			}
+			if o.Clear && o.Interval == 0 {
+				return usagef("--clear needs --interval")
+			}
+			if o.Duration < 0 || o.Interval < 0 {
+				return usagef("--duration and --interval must be positive")
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runHist(c.Context(), d, o)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVarP(&o.Events, "event", "e", nil, "event to aggregate, SYS:EVENT (repeatable: one hist per event)")
+	f.StringSliceVarP(&o.Keys, "keys", "k", nil, "keys: FIELD[.MODIFIER][,...] (at most 3)")
+	f.StringSliceVar(&o.Vals, "vals", nil, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
+	f.StringSliceVarP(&o.Sort, "sort", "s", nil, "sort by up to two keys or values: NAME[.ascending|.descending]")
+	f.IntVar(&o.Size, "size", 0, "table size in entries, rounded up to a power of two (128..131072, default 2048)")
+	f.StringVarP(&o.Filter, "filter", "f", "", "only count events that match this filter")
+	f.StringVar(&o.Name, "name", "", "name of the hist (shown in the trigger info)")
+	f.IntSliceVarP(&o.PIDs, "pid", "P", nil, "only count events of these process ids")
+	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 10s)")
+	f.DurationVar(&o.Interval, "interval", 0, "print the hist every interval")
+	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
+	f.StringVar(&o.Format, "format", "text", "output format: "+strings.Join(histFormats, ", "))
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF program, load nothing")
+	return c
+}
+
+func oneOf(s string, set []string) bool {
+	for _, v := range set {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// histSpec parses the hist from the raw string or the flags.
+func histSpec(o *histOptions) (*parse.HistSpec, error) {
+	if o.Raw != "" {
+		return parse.ParseHist("hist", o.Raw)
+	}
+	return parse.HistFromFlags(parse.HistFlags{
+		Keys: o.Keys, Vals: o.Vals, Sort: o.Sort, Size: o.Size, Filter: o.Filter, Name: o.Name,
+	})
+}
+
+func runHist(ctx context.Context, d *Deps, o *histOptions) error {
+	spec, err := histSpec(o)
+	if err != nil {
+		return err
+	}
+	fs, err := d.TraceFS()
+	if err != nil {
+		return err
+	}
+	pids := make([]uint32, len(o.PIDs))
+	for i, p := range o.PIDs {
+		pids[i] = uint32(p)
+	}
+	var compiled []*hist.Compiled
+	for _, name := range o.Events {
+		ev, err := fs.Lookup(name)
+		if err != nil {
+			return err
+		}
+		f, err := fs.Format(ev)
+		if err != nil {
+			return err
+		}
+		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids})
+		if err != nil {
+			return err
+		}
+		compiled = append(compiled, c)
+	}
+	info := spec.String() + " [active]"
+	if o.DryRun {
+		for _, c := range compiled {
+			fmt.Fprintf(d.Out, "# trigger info: %s\n%s%s\n", info, c.Plan, c.Program.Listing())
+		}
+		return nil
+	}
+
+	var held *launch.Held
+	if len(o.Command) > 0 {
+		if held, err = launch.Start(o.Command, d.In, d.Out, d.Err); err != nil {
+			return err
+		}
+	}
+	var lives []*hist.Live
+	defer func() {
+		for _, l := range lives {
+			l.Close()
+		}
+	}()
+	for _, c := range compiled {
+		l, err := hist.Start(c)
+		if err != nil {
+			if held != nil {
+				held.Kill()
+			}
+			return &listingError{err: err, listing: c.Program.Listing()}
+		}
+		lives = append(lives, l)
+	}
+	var done <-chan int
+	if held != nil {
+		done = held.Done()
+		if err := held.Release(); err != nil {
+			return err
+		}
+	}
+	var timeout <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tick <-chan time.Time
+	if o.Interval > 0 {
+		t := time.NewTicker(o.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	status := -1
+	for status < 0 {
+		select {
+		case <-ctx.Done():
+			if held == nil {
+				status = 0
+				break
+			}
+			// The command got the terminal's signal too; wait for it to end.
+			held.Signal(os.Interrupt)
+			status = <-done
+		case <-timeout:
+			status = 0
+		case s := <-done:
+			status = s
+		case <-tick:
+			if err := printHists(d, o, lives, info, o.Clear); err != nil {
+				return err
+			}
+		}
+	}
+	if err := printHists(d, o, lives, info, false); err != nil {
+		return err
+	}
+	if held != nil && status != 0 {
+		return &exitStatus{code: status}
+	}
+	return nil
+}
+
+func printHists(d *Deps, o *histOptions, lives []*hist.Live, info string, clear bool) error {
+	tables := make([]*hist.Table, len(lives))
+	infos := make([]string, len(lives))
+	for i, l := range lives {
+		t, err := l.Snapshot(clear)
+		if err != nil {
+			return err
+		}
+		t.Sort()
+		tables[i] = t
+		infos[i] = info
+	}
+	return hist.Write(d.Out, o.Format, tables, infos, hist.LocalResolver())
+}

@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/eval"
+	"github.com/gtrace/gtrace/pkg/hist"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+func TestPrivilegedHistGetppidCount(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 1234
+	args := append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall"}, workload(t, fmt.Sprintf("getppid %d", n))...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace hist exit %d, stderr:\n%s", code, errOut)
+	}
+	self := commOf(t)
+	re := regexp.MustCompile(`(?m)^\{ common_pid: ` + regexp.QuoteMeta(self) + ` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)$`)
+	m := re.FindAllStringSubmatch(out, -1)
+	if len(m) != 1 {
+		t.Fatalf("want exactly one sys_getppid line for %s, got %d in:\n%s", self, len(m), out)
+	}
+	if m[0][1] != fmt.Sprint(n) {
+		t.Errorf("hitcount = %s, want %d", m[0][1], n)
+	}
+	if !strings.HasPrefix(out, "# event histogram\n#\n# trigger info: hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n") {
+		t.Errorf("header:\n%s", out[:min(len(out), 300)])
+	}
+}
+
+func TestPrivilegedHistExitStatus(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	args := append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id"}, workload(t, "exit 7")...)
+	if _, errOut, code := run(t, args...); code != 7 {
+		t.Fatalf("exit status = %d, want 7 (stderr %s)", code, errOut)
+	}
+}
+
+func TestPrivilegedHistDuration(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	out, errOut, code := run(t, "hist", "-e", "sched:sched_switch", "-k", "common_cpu", "--duration", "200ms")
+	if code != 0 || !strings.Contains(out, "\nTotals:\n    Hits: ") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// TestPrivilegedHistWritesMatchInterpreter runs hists over a workload that
+// writes 1..n bytes to fd 100, in BPF and in the Go interpreter over
+// records with the same field values, and wants the same bytes out.
+func TestPrivilegedHistWritesMatchInterpreter(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 300
+	fs, err := tracefs.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Format(tracefs.Event{System: "syscalls", Name: "sys_enter_write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := commOf(t)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"sum", []string{"-k", "comm", "--vals", "count", "-f", "fd == 100"}},
+		{"sum-hex", []string{"-k", "fd", "--vals", "count.hex,count", "-f", "fd == 100"}},
+		{"log2", []string{"-k", "count.log2", "-f", "fd == 100"}},
+		{"buckets", []string{"-k", "count.buckets=32", "-s", "count", "-f", "fd == 100"}},
+		{"filter", []string{"-k", "count.buckets=10", "-f", "fd == 100 && (count < 50 || count > 250) && !(count & 1)"}},
+		{"dropped", []string{"-k", "count", "--size", "128", "-s", "count.descending", "-f", "fd == 100"}},
+		{"two-sort", []string{"-k", "count.log2,fd", "--vals", "count", "-s", "fd,count.descending", "-f", "fd == 100 && count >= 3"}},
+		{"raw", []string{"hist:keys=count.buckets=100:vals=count:sort=count.descending:size=128 if fd == 100 && count <= 200"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"hist", "-e", "syscalls:sys_enter_write"}, tc.args...), workload(t, fmt.Sprintf("write %d", n))...)
+			got, errOut, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+			}
+			want := interpret(t, tc.args, f, comm, n)
+			if got != want {
+				t.Errorf("BPF and interpreter differ\nBPF:\n%s\ninterpreter:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// interpret runs the same hist in the Go interpreter over n records of
+// sys_enter_write with fd 100 and count 1..n.
+func interpret(t *testing.T, args []string, f *parse.Format, comm string, n int) string {
+	t.Helper()
+	o := &histOptions{}
+	c := newHistCmd(&Deps{}, func(got *histOptions) error { *o = *got; return nil })
+	c.SetArgs(append(args, "-e", "x"))
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := histSpec(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := hist.NewOffline(spec, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, 40)
+	fd, count := f.Field("fd"), f.Field("count")
+	for i := 1; i <= n; i++ {
+		putUint(rec[fd.Offset:fd.Offset+fd.Size], 100)
+		putUint(rec[count.Offset:count.Offset+count.Size], uint64(i))
+		off.Add(rec, eval.Context{PID: 1, CPU: 0, Comm: comm})
+	}
+	tab := off.Table()
+	tab.Sort()
+	var b bytes.Buffer
+	if err := hist.WriteText(&b, []*hist.Table{tab}, []string{spec.String() + " [active]"}, hist.LocalResolver()); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func putUint(b []byte, v uint64) {
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+// commOf is the task name of the workload process: the test binary's name.
+func commOf(t *testing.T) string {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := self[strings.LastIndexByte(self, '/')+1:]
+	if len(base) > 15 {
+		base = base[:15]
+	}
+	return base
+}

@@ -1,0 +1,79 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// workloadEnv makes the test binary, run as a command to trace, do one of
+// the controlled workloads below and exit, instead of running tests.
+const workloadEnv = "GTRACE_TEST_WORKLOAD"
+
+// workloadFD is the descriptor the write workload writes to (/dev/null).
+const workloadFD = 100
+
+func TestMain(m *testing.M) {
+	if w := os.Getenv(workloadEnv); w != "" {
+		os.Exit(runWorkload(w))
+	}
+	os.Exit(m.Run())
+}
+
+// runWorkload runs "getppid N" (N getppid calls), "write N" (writes of
+// 1..N bytes to fd 100) or "exit N".
+func runWorkload(w string) int {
+	name, arg, _ := strings.Cut(w, " ")
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bad workload %q\n", w)
+		return 99
+	}
+	switch name {
+	case "getppid":
+		for i := 0; i < n; i++ {
+			syscall.Getppid()
+		}
+	case "write":
+		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+		if err != nil {
+			return 98
+		}
+		if err := syscall.Dup3(int(f.Fd()), workloadFD, 0); err != nil {
+			return 97
+		}
+		buf := make([]byte, n)
+		for i := 1; i <= n; i++ {
+			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
+				return 96
+			}
+		}
+	case "exit":
+		return n
+	}
+	return 0
+}
+
+// run runs gtrace with args and returns its output and exit status.
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// workload returns the "-- CMD" arguments that run a workload.
+func workload(t *testing.T, w string) []string {
+	t.Helper()
+	t.Setenv(workloadEnv, w)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--", self}
+}

@@ -1,0 +1,139 @@
+// Package cmd holds gtrace's subcommands: flags, help text with examples,
+// and calls into pkg/. Main runs the command line and returns the exit
+// status.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// version is set at build time with -ldflags "-X github.com/gtrace/gtrace/cmd.version=...".
+var version = "dev"
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Deps is what commands need from the outside world; tests replace it.
+type Deps struct {
+	Out     io.Writer
+	Err     io.Writer
+	In      io.Reader
+	TraceFS func() (*tracefs.FS, error)
+}
+
+// usageError marks bad usage: exit 2 and the command's usage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitStatus carries the traced command's exit status out of a command.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs gtrace with args and returns the process exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	d := &Deps{Out: stdout, Err: stderr, In: os.Stdin, TraceFS: tracefs.Open}
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	return report(stderr, err)
+}
+
+func newRootCmd(d *Deps) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gtrace",
+		Short: "The kernel's ftrace event language, run on eBPF",
+		Long: `gtrace speaks the kernel's ftrace event language (event formats, filters and
+hist triggers) and runs it on eBPF, so it works on kernels built without
+CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
+		Example: `  gtrace list 'sched:*' -F
+  gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
+  gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err}
+	})
+	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil))
+	return root
+}
+
+// report prints err the way users need it and returns the exit status.
+func report(w io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var st *exitStatus
+	if errors.As(err, &st) {
+		return st.code
+	}
+	var pe *parse.Error
+	if errors.As(err, &pe) {
+		fmt.Fprintf(w, "gtrace: %s\n", pe.Caret())
+		return exitUsage
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(w, "gtrace: %v\nRun 'gtrace --help' for usage.\n", err)
+		return exitUsage
+	}
+	if errors.Is(err, tracefs.ErrNoEvent) {
+		fmt.Fprintf(w, "gtrace: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(w, "gtrace: %v\n", err)
+	if tail := probe.VerifierTail(err, 20); tail != "" {
+		fmt.Fprintf(w, "verifier log (last lines):\n%s\n", tail)
+	}
+	var le *listingError
+	if errors.As(err, &le) {
+		fmt.Fprintf(w, "program:\n%s", le.listing)
+	}
+	return exitFailure
+}
+
+// listingError attaches a program listing to a load failure.
+type listingError struct {
+	err     error
+	listing string
+}
+
+func (e *listingError) Error() string { return e.err.Error() }
+func (e *listingError) Unwrap() error { return e.err }
+
+// isCobraUsage recognises cobra's own argument errors (unknown command,
+// wrong number of args).
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package hist
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// WriteCSV writes each table as RFC 4180 CSV: a header row, then one row
+// per entry in its current order (call Table.Sort first); tables are
+// separated by an empty line. Columns:
+//
+//   - per key, its raw value under the field name (signed for signed
+//     fields, the exponent for .log2, the bucket start for .buckets=N),
+//     and for a key with a modifier other than .usecs the kernel's text for it under
+//     "name.modifier" (for example "id.syscall": "sys_read [  0]");
+//   - "hitcount", unless the spec says nohitcount;
+//   - per value, under "name" or "name.modifier", its sum in decimal,
+//     or for .percent its share of the column as the kernel prints it
+//     ("75.00", "[ERROR]").
+//
+// The trigger descriptions are not written; triggerInfo only has to match
+// tables in length, as for the other formats.
+func WriteCSV(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
+	if len(triggerInfo) != len(tables) {
+		return fmt.Errorf("write hist csv: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
+	}
+	cw := csv.NewWriter(w)
+	for i, t := range tables {
+		if i > 0 {
+			cw.Flush()
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return fmt.Errorf("write hist csv: %w", err)
+			}
+		}
+		writeCSVTable(cw, t, r)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write hist csv: %w", err)
+	}
+	return nil
+}
+
+// writeCSVTable writes one table; errors surface in cw.Error.
+func writeCSVTable(cw *csv.Writer, t *Table, r Resolver) {
+	p := t.Plan
+	cols := valueColumns(p)
+	stats := columnStats(t, cols)
+	noHitcount := p.Spec != nil && p.Spec.NoHitcount
+	var row []string
+	for _, k := range p.Keys {
+		row = append(row, k.Spec.Name)
+		if keyHasDisplay(&k) {
+			row = append(row, fieldLabel(k.Spec))
+		}
+	}
+	if !noHitcount {
+		row = append(row, "hitcount")
+	}
+	for _, c := range cols {
+		row = append(row, fieldLabel(c.spec))
+	}
+	_ = cw.Write(row)
+	for i := range t.Entries {
+		e := &t.Entries[i]
+		row = row[:0]
+		for j := range p.Keys {
+			k := &p.Keys[j]
+			row = append(row, keyRawText(k, &e.Keys[j]))
+			if keyHasDisplay(k) {
+				row = append(row, keyDisplay(k, &e.Keys[j], e.Comm, r))
+			}
+		}
+		if !noHitcount {
+			row = append(row, strconv.FormatUint(e.Hitcount, 10))
+		}
+		for j := range cols {
+			v := cols[j].value(e)
+			if cols[j].spec.Mod == parse.ModPercent {
+				row = append(row, percentText(v, stats[j].total))
+			} else {
+				row = append(row, strconv.FormatUint(v, 10))
+			}
+		}
+		_ = cw.Write(row)
+	}
+}
+
+// keyHasDisplay reports whether a key's text differs in kind from its raw
+// value, so that CSV gives it a column of its own.
+func keyHasDisplay(k *Key) bool {
+	return k.Kind == KeyNumber && k.Spec.Mod != parse.ModNone && k.Spec.Mod != parse.ModUsecs
+}
+
+// fieldLabel is a field as written in a trigger: "name" or
+// "name.modifier".
+func fieldLabel(f parse.HistField) string {
+	if f.Mod == parse.ModNone {
+		return f.Name
+	}
+	return f.Name + "." + modifierText(f)
+}
+
+// percentText is v's share of total as the kernel prints it, without the
+// padding: "75.00", or "[ERROR]" when total is 0 and v is not.
+func percentText(v, total uint64) string {
+	pc := percentage(v, total)
+	if pc == math.MaxUint32 {
+		return "[ERROR]"
+	}
+	var b [16]byte
+	return strings.TrimLeft(string(appendPercent(b[:0], pc)), " ")
+}

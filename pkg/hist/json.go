@@ -1,0 +1,152 @@
+package hist
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// jsonTable is one hist in --format json.
+type jsonTable struct {
+	Event   string      `json:"event"`
+	Trigger string      `json:"trigger"`
+	Entries []jsonEntry `json:"entries"`
+	Totals  jsonTotals  `json:"totals"`
+}
+
+type jsonEntry struct {
+	Keys     []jsonKey   `json:"keys"`
+	Comm     string      `json:"comm,omitempty"`
+	Hitcount uint64      `json:"hitcount"`
+	Values   []jsonValue `json:"values"`
+}
+
+type jsonKey struct {
+	Name     string `json:"name"`
+	Modifier string `json:"modifier"`
+	Value    any    `json:"value"`
+	Display  string `json:"display"`
+}
+
+type jsonValue struct {
+	Name     string `json:"name"`
+	Modifier string `json:"modifier"`
+	Value    uint64 `json:"value"`
+}
+
+type jsonTotals struct {
+	Hits    uint64 `json:"hits"`
+	Entries int    `json:"entries"`
+	Dropped uint64 `json:"dropped"`
+	Lost    uint64 `json:"lost"`
+}
+
+// WriteJSON writes tables as a JSON array, one object per table:
+//
+//	{"event": "sys:ev", "trigger": "<trigger info>",
+//	 "entries": [{"keys": [{"name", "modifier", "value", "display"}],
+//	              "comm" (only with an .execname key), "hitcount",
+//	              "values": [{"name", "modifier", "value"}]}],
+//	 "totals": {"hits", "entries", "dropped", "lost"}}
+//
+// A key's value is the raw number (signed for signed fields; the exponent
+// for .log2, the bucket start for .buckets=N) or the string; display is
+// the kernel's text for it without padding. Values are the raw sums,
+// including hitcount.percent and hitcount.graph (as the hitcount); the
+// hitcount is always given, even with nohitcount. Modifiers are as written
+// in the trigger ("hex", "buckets=10"), "" for none. Entries are in their
+// current order (call Table.Sort first).
+func WriteJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
+	if len(triggerInfo) != len(tables) {
+		return fmt.Errorf("write hist json: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
+	}
+	out := make([]jsonTable, len(tables))
+	for i, t := range tables {
+		out[i] = jsonTableOf(t, triggerInfo[i], r)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write hist json: %w", err)
+	}
+	return nil
+}
+
+func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
+	p := t.Plan
+	cols := valueColumns(p)
+	execname := false
+	for _, k := range p.Keys {
+		execname = execname || k.Kind == KeyNumber && k.Spec.Mod == parse.ModExecname
+	}
+	jt := jsonTable{
+		Event:   p.Event,
+		Trigger: trigger,
+		Entries: make([]jsonEntry, len(t.Entries)),
+		Totals:  jsonTotals{Hits: t.Hits(), Entries: len(t.Entries), Dropped: t.Dropped, Lost: t.Lost},
+	}
+	for i := range t.Entries {
+		e := &t.Entries[i]
+		je := jsonEntry{Keys: make([]jsonKey, len(p.Keys)), Hitcount: e.Hitcount, Values: make([]jsonValue, len(cols))}
+		for j := range p.Keys {
+			k := &p.Keys[j]
+			je.Keys[j] = jsonKey{
+				Name:     k.Spec.Name,
+				Modifier: modifierText(k.Spec),
+				Value:    keyRaw(k, &e.Keys[j]),
+				Display:  keyDisplay(k, &e.Keys[j], e.Comm, r),
+			}
+		}
+		if execname {
+			je.Comm = e.Comm
+		}
+		for j := range cols {
+			c := &cols[j]
+			je.Values[j] = jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: c.value(e)}
+		}
+		jt.Entries[i] = je
+	}
+	return jt
+}
+
+// keyRaw is a key's value as data: the string, or the number, signed for
+// signed fields that are not bucketed.
+func keyRaw(k *Key, v *KeyValue) any {
+	switch {
+	case k.Kind == KeyString:
+		return v.Str
+	case signedKey(k):
+		return int64(v.Num)
+	}
+	return v.Num
+}
+
+// keyRawText is keyRaw as text.
+func keyRawText(k *Key, v *KeyValue) string {
+	switch {
+	case k.Kind == KeyString:
+		return v.Str
+	case signedKey(k):
+		return strconv.FormatInt(int64(v.Num), 10)
+	}
+	return strconv.FormatUint(v.Num, 10)
+}
+
+// signedKey reports whether key k's numbers are signed: a signed field
+// not transformed by .log2 or .buckets=N.
+func signedKey(k *Key) bool {
+	return k.Kind == KeyNumber && k.Signed && k.Spec.Mod != parse.ModLog2 && k.Spec.Mod != parse.ModBuckets
+}
+
+// modifierText is a field's modifier as written in a trigger: "hex",
+// "buckets=10", "" for none.
+func modifierText(f parse.HistField) string {
+	if f.Mod == parse.ModBuckets {
+		return "buckets=" + strconv.FormatUint(f.Buckets, 10)
+	}
+	return f.Mod.String()
+}
