@@ -113,12 +113,13 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 	return jt
 }
 
-// keyRaw is a key's value as data: the string, or the number, signed for
-// signed fields that are not bucketed.
+// keyRaw is a key's value as data: the string (up to a NUL, as the kernel
+// keeps it), or the number, signed for signed fields that are not
+// bucketed.
 func keyRaw(k *Key, v *KeyValue) any {
 	switch {
 	case k.Kind == KeyString:
-		return v.Str
+		return untilNUL(v.Str)
 	case signedKey(k):
 		return int64(v.Num)
 	}
@@ -129,7 +130,7 @@ func keyRaw(k *Key, v *KeyValue) any {
 func keyRawText(k *Key, v *KeyValue) string {
 	switch {
 	case k.Kind == KeyString:
-		return v.Str
+		return untilNUL(v.Str)
 	case signedKey(k):
 		return strconv.FormatInt(int64(v.Num), 10)
 	}

@@ -27,31 +27,45 @@ type sortField struct {
 func (t *Table) Sort() {
 	p := t.Plan
 	fields := p.sortFields()
-	slices.SortFunc(t.Entries, func(a, b Entry) int {
-		for _, f := range fields {
-			var c int
-			switch {
-			case f.key >= 0:
-				c = compareKey(&p.Keys[f.key], &a.Keys[f.key], &b.Keys[f.key])
-			case f.val >= 0:
-				c = cmp.Compare(a.Vals[f.val], b.Vals[f.val])
-			default:
-				c = cmp.Compare(a.Hitcount, b.Hitcount)
-			}
-			if c != 0 {
-				if f.desc {
-					return -c
-				}
-				return c
-			}
+	// Sort pointers, not the 72-byte entries, then lay the entries out
+	// in that order.
+	ptrs := make([]*Entry, len(t.Entries))
+	for i := range t.Entries {
+		ptrs[i] = &t.Entries[i]
+	}
+	slices.SortFunc(ptrs, func(a, b *Entry) int { return p.compareEntries(fields, a, b) })
+	sorted := make([]Entry, len(ptrs))
+	for i, e := range ptrs {
+		sorted[i] = *e
+	}
+	copy(t.Entries, sorted)
+}
+
+// compareEntries orders a and b by fields, then by the full key tuple.
+func (p *Plan) compareEntries(fields []sortField, a, b *Entry) int {
+	for _, f := range fields {
+		var c int
+		switch {
+		case f.key >= 0:
+			c = compareKey(&p.Keys[f.key], &a.Keys[f.key], &b.Keys[f.key])
+		case f.val >= 0:
+			c = cmp.Compare(a.Vals[f.val], b.Vals[f.val])
+		default:
+			c = cmp.Compare(a.Hitcount, b.Hitcount)
 		}
-		for i := range p.Keys {
-			if c := compareKey(&p.Keys[i], &a.Keys[i], &b.Keys[i]); c != 0 {
-				return c
+		if c != 0 {
+			if f.desc {
+				return -c
 			}
+			return c
 		}
-		return 0
-	})
+	}
+	for i := range p.Keys {
+		if c := compareKey(&p.Keys[i], &a.Keys[i], &b.Keys[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // sortFields resolves Spec.Sort the way the kernel does: "hitcount" first,

@@ -3,6 +3,7 @@ package hist
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,8 +18,8 @@ import (
 // hitcount (unless nohitcount) and the values, one row per entry in its
 // current order (call Table.Sort first), a footer with the column totals,
 // and a line with the hits, entries, dropped and lost counts. Cells hold
-// the kernel's text without its padding. Tables are separated by an
-// empty line.
+// the kernel's text without its padding, except that plain keys of signed
+// fields print signed. Tables are separated by an empty line.
 func WriteTable(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
 	if len(triggerInfo) != len(tables) {
 		return fmt.Errorf("write hist table: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
@@ -85,10 +86,14 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 		}
 	}
 
+	footAlign := slices.Clone(align)
+	if len(footAlign) > 0 {
+		footAlign[0] = tw.AlignLeft // "Totals"
+	}
 	tbl := tablewriter.NewTable(w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
-		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{PerColumn: footAlign}),
 	)
 	tbl.Header(header)
 	var val []byte
@@ -96,7 +101,12 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 		e := &t.Entries[i]
 		row := make([]string, 0, len(header))
 		for j := range p.Keys {
-			row = append(row, keyDisplay(&p.Keys[j], &e.Keys[j], e.Comm, r))
+			k := &p.Keys[j]
+			if signedKey(k) && (k.Spec.Mod == parse.ModNone || k.Spec.Mod == parse.ModUsecs) {
+				row = append(row, keyRawText(k, &e.Keys[j]))
+			} else {
+				row = append(row, keyDisplay(k, &e.Keys[j], e.Comm, r))
+			}
 		}
 		if !noHitcount {
 			row = append(row, strconv.FormatUint(e.Hitcount, 10))
