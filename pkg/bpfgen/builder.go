@@ -65,3 +65,9 @@ type StackArea struct {
 	Off  int16
 	Size int16
 }
+
+// storeImm64 is *(u64 *)(dst + off) = v, with v sign-extended from 32
+// bits (BPF_ST | BPF_DW), which asm.StoreImm does not emit.
+func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
+	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+}

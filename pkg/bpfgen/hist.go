@@ -181,7 +181,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	// New entry: build the value and insert it if there is room.
 	b.Mark(miss)
 	b.Comment("new entry")
-	b.Emit(asm.StoreImm(asm.R10, valOff, 1, asm.DWord))
+	b.Emit(storeImm64(asm.R10, valOff, 1))
 	for _, v := range s.Vals {
 		loadField(b, asm.R1, v.Field)
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
@@ -372,7 +372,7 @@ func emitLog2(b *Builder) {
 // zero clears size bytes (a multiple of 8) at R7+off.
 func zero(b *Builder, off int16, size int) {
 	for i := 0; i < size; i += 8 {
-		b.Emit(asm.StoreImm(asm.R7, off+int16(i), 0, asm.DWord))
+		b.Emit(storeImm64(asm.R7, off+int16(i), 0))
 	}
 }
 
