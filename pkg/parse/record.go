@@ -51,10 +51,14 @@ func (fld *Field) Bytes(rec []byte) []byte {
 	var b []byte
 	switch fld.Class {
 	case ClassString:
-		if fld.Offset+fld.Size > len(rec) {
+		end := fld.Offset + fld.Size
+		if fld.Size == 0 && fld.ArrayLen < 0 {
+			end = len(rec) // char buf[] of size 0 runs to the end of the record
+		}
+		if fld.Offset > end || end > len(rec) {
 			return nil
 		}
-		b = rec[fld.Offset : fld.Offset+fld.Size]
+		b = rec[fld.Offset:end]
 	case ClassDataLoc, ClassRelLoc:
 		if fld.Offset+4 > len(rec) {
 			return nil

@@ -1,0 +1,151 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// fakeDeps serves a tracefs tree made of the format files in
+// pkg/parse/testdata/format (named SYSTEM_EVENT.format).
+func fakeDeps(t *testing.T) (*Deps, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	root := t.TempDir()
+	files, err := filepath.Glob("../pkg/parse/testdata/format/*.format")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no format fixtures: %v", err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := strings.TrimSuffix(filepath.Base(p), ".format")
+		name := strings.SplitN(string(b), "\n", 2)[0][len("name: "):]
+		sys := strings.TrimSuffix(base, "_"+name)
+		dir := filepath.Join(root, "events", sys, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "format"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	return &Deps{Out: &out, Err: &errb, TraceFS: func() (*tracefs.FS, error) { return tracefs.At(root), nil }}, &out, &errb
+}
+
+// runDeps runs the root command with d as Main does.
+func runDeps(d *Deps, args ...string) int {
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	root.SetOut(d.Out)
+	root.SetErr(d.Err)
+	return report(d.Err, root.ExecuteContext(context.Background()))
+}
+
+func TestHistCmdFlags(t *testing.T) {
+	var got *histOptions
+	c := newHistCmd(&Deps{}, func(o *histOptions) error { got = o; return nil })
+	c.SetArgs([]string{"-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "--vals", "args", "-s", "hitcount.descending",
+		"--size", "100", "-f", "id == 1", "-P", "1,2", "--interval", "1s", "--clear", "--format", "json", "--", "sleep", "1"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := &histOptions{
+		Events: []string{"raw_syscalls:sys_enter"}, Keys: []string{"common_pid.execname", "id.syscall"}, Vals: []string{"args"},
+		Sort: []string{"hitcount.descending"}, Size: 100, Filter: "id == 1", PIDs: []int{1, 2}, Interval: time.Second, Clear: true,
+		Format: "json", Command: []string{"sleep", "1"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("options = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestHistUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hist", "-k", "id"}, "hist needs an event"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter"}, "hist needs keys"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "hist:keys=id"}, "not both"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "--format", "xml"}, `invalid --format "xml"`},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "--clear"}, "--clear needs --interval"},
+		{[]string{"hist", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"nosuchcommand"}, "unknown command"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_entr", "-k", "id"}, `unknown event "raw_syscalls:sys_entr" (did you mean "raw_syscalls:sys_enter"?)`},
+	}
+	for _, tc := range tests {
+		d, _, errb := fakeDeps(t)
+		if code := runDeps(d, tc.args...); code != exitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("gtrace %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+func TestHistFieldErrorsHaveCarets(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid,idd"},
+			"gtrace: --keys:1:12: unknown field \"idd\" in raw_syscalls:sys_enter\n  common_pid,idd\n             ^~~\n  hint: did you mean \"id\"?\n"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id:vals=args"},
+			"gtrace: hist:1:19: field \"args\" (array) cannot be a value: values must be numeric fields of the event\n  hist:keys=id:vals=args\n                    ^~~~\n"},
+	}
+	for _, tc := range tests {
+		d, _, errb := fakeDeps(t)
+		if code := runDeps(d, tc.args...); code != exitUsage || errb.String() != tc.want {
+			t.Errorf("gtrace %v: exit %d, stderr\n%s\nwant exit 2 and\n%s", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+func TestHistDryRun(t *testing.T) {
+	d, out, errb := fakeDeps(t)
+	code := runDeps(d, "hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "-f", "id == 39", "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"# trigger info: hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=2048 if id == 39 [active]\n",
+		"  key   common_pid.execname (number)\n",
+		"  key   id.syscall (number)\n",
+		"gtrace_hist (TracePoint, ",
+		"Call FnMapLookupElem",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--dry-run output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	d, out, _ := fakeDeps(t)
+	if code := runDeps(d, "list", "sched:sched_s*", "-F"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.HasPrefix(out.String(), "sched:sched_switch\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n") ||
+		!strings.Contains(out.String(), "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n") {
+		t.Errorf("list -F output:\n%s", out.String())
+	}
+	d, out, _ = fakeDeps(t)
+	if code := runDeps(d, "list"); code != 0 || !strings.Contains(out.String(), "raw_syscalls:sys_enter\n") {
+		t.Errorf("list: exit %d, output %s", code, out.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	d, out, _ := fakeDeps(t)
+	if code := runDeps(d, "--version"); code != 0 || out.String() != "gtrace version dev\n" {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+}
