@@ -7,8 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // workloadEnv makes the test binary, run as a command to trace, do one of
@@ -25,19 +27,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runWorkload runs "getppid N" (N getppid calls), "write N" (writes of
-// 1..N bytes to fd 100) or "exit N".
+// runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
+// (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
+// 100), "exit N", or "main ARGS..." (gtrace itself).
 func runWorkload(w string) int {
-	name, arg, _ := strings.Cut(w, " ")
-	n, err := strconv.Atoi(arg)
+	fields := strings.Fields(w)
+	if fields[0] == "main" {
+		return Main(context.Background(), fields[1:], os.Stdout, os.Stderr)
+	}
+	name := fields[0]
+	n, err := strconv.Atoi(fields[len(fields)-1])
+	if len(fields) == 3 {
+		n, err = strconv.Atoi(fields[1])
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bad workload %q\n", w)
 		return 99
 	}
 	switch name {
-	case "getppid":
+	case "getppid", "getppid-sleep":
 		for i := 0; i < n; i++ {
 			syscall.Getppid()
+		}
+		if len(fields) == 3 {
+			ms, _ := strconv.Atoi(fields[2])
+			time.Sleep(time.Duration(ms) * time.Millisecond)
 		}
 	case "write":
 		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
@@ -59,10 +73,30 @@ func runWorkload(w string) int {
 	return 0
 }
 
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of gtrace
+// and of the traced command's output copier (bytes.Buffer.ReadFrom would
+// truncate what gtrace writes meanwhile).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // run runs gtrace with args and returns its output and exit status.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	code = Main(context.Background(), args, &out, &errb)
 	return out.String(), errb.String(), code
 }

@@ -136,7 +136,11 @@ func Start(c *Compiled) (*Live, error) {
 // drop count (for --interval --clear).
 func (l *Live) Snapshot(clear bool) (*Table, error) {
 	t := &Table{Plan: l.c.Plan}
-	err := probe.ForEach(l.objs.Map(bpfgen.HistMapName), func(k, v []byte) {
+	read := probe.ForEach
+	if clear {
+		read = probe.Drain
+	}
+	err := read(l.objs.Map(bpfgen.HistMapName), func(k, v []byte) {
 		t.Entries = append(t.Entries, l.c.decode(k, v))
 	})
 	if err != nil {
@@ -144,11 +148,6 @@ func (l *Live) Snapshot(clear bool) (*Table, error) {
 	}
 	if t.Dropped, err = probe.ReadU64(l.objs.Map(bpfgen.DropsMapName), clear); err != nil {
 		return nil, err
-	}
-	if clear {
-		if err := probe.Clear(l.objs.Map(bpfgen.HistMapName)); err != nil {
-			return nil, err
-		}
 	}
 	return t, nil
 }

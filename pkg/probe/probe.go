@@ -77,22 +77,29 @@ func ForEach(m *ebpf.Map, fn func(key, value []byte)) error {
 	return nil
 }
 
-// Clear deletes every entry of a hash map.
-func Clear(m *ebpf.Map) error {
+// Drain calls fn for every key and value of a hash map and deletes each
+// entry as it is read (lookup-and-delete), so counts that arrive while it
+// runs stay in the map for the next read.
+func Drain(m *ebpf.Map, fn func(key, value []byte)) error {
 	key := make([]byte, m.KeySize())
+	val := make([]byte, m.ValueSize())
 	var keys [][]byte
 	it := m.Iterate()
-	val := make([]byte, m.ValueSize())
 	for it.Next(&key, &val) {
 		keys = append(keys, append([]byte(nil), key...))
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("clear map %s: %w", mapName(m), err)
+		return fmt.Errorf("read map %s: %w", mapName(m), err)
 	}
 	for _, k := range keys {
-		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("clear map %s: %w", mapName(m), err)
+		err := m.LookupAndDelete(k, &val)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue
 		}
+		if err != nil {
+			return fmt.Errorf("read map %s: %w", mapName(m), err)
+		}
+		fn(k, val)
 	}
 	return nil
 }

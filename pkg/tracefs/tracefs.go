@@ -48,6 +48,9 @@ func Open() (*FS, error) {
 	if root := mountedRoot(); root != "" {
 		return &FS{Root: root}, nil
 	}
+	if _, err := os.Stat(filepath.Join(defaultRoot, "events")); errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("read tracefs at %s: %w: gtrace needs root (or CAP_BPF, CAP_PERFMON and read access to %s)", defaultRoot, err, defaultRoot)
+	}
 	err := unix.Mount("nodev", defaultRoot, "tracefs", 0, "")
 	if err == nil {
 		return &FS{Root: defaultRoot}, nil
