@@ -12,6 +12,7 @@ import (
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/launch"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/probe"
 )
 
 type histOptions struct {
@@ -199,7 +200,10 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 			if held != nil {
 				held.Kill()
 			}
-			return &listingError{err: err, listing: c.Program.Listing()}
+			if probe.VerifierTail(err, 1) != "" {
+				return &listingError{err: err, listing: c.Program.Listing()}
+			}
+			return err
 		}
 		lives = append(lives, l)
 	}

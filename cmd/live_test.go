@@ -95,3 +95,13 @@ func TestPrivilegedMountsTracefs(t *testing.T) {
 		t.Errorf("list with tracefs unmounted: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+func TestPrivilegedNoCapBPFAdvice(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	drop := `exec setpriv --inh-caps=-bpf,-perfmon,-sys_admin --bounding-set=-bpf,-perfmon,-sys_admin "$0"; `
+	_, errOut, code := selfAs(t, nil, drop, "hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "--duration", "1s")
+	want := "gtrace: load BPF program: permission denied: gtrace needs CAP_BPF and CAP_PERFMON"
+	if code != exitFailure || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "\nprogram:\n") {
+		t.Errorf("without CAP_BPF: exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -140,6 +141,38 @@ func VerifierTail(err error, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// missingCaps names the capabilities BPF tracing needs that this process
+// lacks in its effective set, or "" when it has them. CAP_SYS_ADMIN stands
+// in for both on kernels older than 5.8.
+func missingCaps() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		hex, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return ""
+		}
+		if eff&(1<<unix.CAP_SYS_ADMIN) != 0 {
+			return ""
+		}
+		var missing []string
+		if eff&(1<<unix.CAP_BPF) == 0 {
+			missing = append(missing, "CAP_BPF")
+		}
+		if eff&(1<<unix.CAP_PERFMON) == 0 {
+			missing = append(missing, "CAP_PERFMON")
+		}
+		return strings.Join(missing, " and ")
+	}
+	return ""
+}
+
 // explain turns privilege and feature errors into advice.
 func explain(action string, err error) error {
 	switch {
@@ -148,10 +181,10 @@ func explain(action string, err error) error {
 		if errors.As(err, &ve) {
 			return fmt.Errorf("%s: %w", action, err)
 		}
-		if os.Geteuid() != 0 {
-			return fmt.Errorf("%s: %w: gtrace needs CAP_BPF and CAP_PERFMON (or root): run it with sudo, or grant them with setcap cap_bpf,cap_perfmon+ep on the binary", action, ErrPermission)
+		if missing := missingCaps(); missing != "" {
+			return fmt.Errorf("%s: %w: gtrace needs %s (or root with all capabilities): run it with sudo, or grant them with setcap cap_bpf,cap_perfmon+ep on the binary", action, ErrPermission, missing)
 		}
-		return fmt.Errorf("%s: %w (running as root: the kernel may forbid BPF here, see kernel.unprivileged_bpf_disabled and lockdown)", action, err)
+		return fmt.Errorf("%s: %w (all capabilities are held: the kernel forbids this BPF use here, see kernel lockdown and the LSM policy)", action, err)
 	case errors.Is(err, unix.ENOENT) && strings.HasPrefix(action, "attach"):
 		return fmt.Errorf("%s: %w: the tracepoint does not exist on this kernel", action, err)
 	case errors.Is(err, ebpf.ErrNotSupported):

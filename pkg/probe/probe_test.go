@@ -1,0 +1,48 @@
+package probe
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+)
+
+func TestPrivilegedVerifierTail(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"bad": {
+		Type: ebpf.TracePoint, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}, // R2 is not initialised
+	}}}
+	_, err := Load(spec)
+	if err == nil {
+		t.Fatal("Load(bad program) = nil error")
+	}
+	tail := VerifierTail(err, 5)
+	if !strings.Contains(tail, "R2 !read_ok") {
+		t.Errorf("VerifierTail() = %q, want the verifier's complaint", tail)
+	}
+	if VerifierTail(errors.New("x"), 5) != "" {
+		t.Error("VerifierTail(non-verifier error) != \"\"")
+	}
+}
+
+func TestPrivilegedAttachUnknownTracepoint(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"p": {
+		Type: ebpf.TracePoint, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	}}}
+	o, err := Load(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	err = o.AttachTracepoint("p", "nosuchsystem", "nosuchevent")
+	if err == nil || !strings.Contains(err.Error(), "the tracepoint does not exist on this kernel") {
+		t.Errorf("AttachTracepoint(unknown) = %v", err)
+	}
+}
