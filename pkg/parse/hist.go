@@ -1,0 +1,792 @@
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Limits of a hist trigger (grammar §4.1).
+const (
+	histMaxKeys     = 3
+	histMaxVals     = 2 // explicit values besides the implicit hitcount
+	histMaxSort     = 2
+	histDefaultSize = 2048
+	histMinSize     = 128
+	histMaxSize     = 131072
+)
+
+const (
+	histPrefix     = "hist:"
+	histValidAttrs = "keys=, vals=, sort=, size=, name=, clock=, pause, cont, clear and nohitcount"
+	histSizeHint   = "size is a number of entries from 128 to 131072, rounded up to a power of two"
+	histSortHint   = "use .ascending or .descending"
+	histKeyMods    = "hex, sym, sym-offset, execname, syscall, log2, buckets=N and stacktrace"
+	histValMods    = "hex, percent and graph"
+)
+
+// histAssignWords and histAttrWords are the attribute words, for "did
+// you mean" hints.
+var (
+	histAssignWords = []string{"keys=", "key=", "vals=", "val=", "values=", "sort=", "size=", "name=", "clock="}
+	histAttrWords   = slices.Concat(histAssignWords, []string{"pause", "cont", "continue", "clear", "nohitcount", "NOHC"})
+)
+
+// histLegacy maps the legacy field names to the names the kernel prints.
+var histLegacy = map[string]string{
+	"cpu":        "common_cpu",
+	"CPU":        "common_cpu",
+	"stacktrace": "common_stacktrace",
+	"STACKTRACE": "common_stacktrace",
+}
+
+// histRole is where a field appears: the modifiers it may take depend on it.
+type histRole int
+
+const (
+	histKey histRole = iota
+	histVal
+)
+
+func (r histRole) String() string {
+	if r == histKey {
+		return "key"
+	}
+	return "value"
+}
+
+// ParseHist parses a hist trigger in the kernel's syntax (grammar §4),
+// "hist:keys=...[:attr]... [if filter]"; the "hist:" command word may be
+// left out. name names the input in errors. Every error is a *Error whose
+// offsets are those of the offending token in src.
+//
+// The filter (after the first word "if" with a blank on each side) is
+// parsed with ParseFilter; like every other offset in the spec, the
+// offsets of its nodes are byte offsets into src. Variables, expressions,
+// common_timestamp and handler actions are not supported yet and are
+// rejected.
+//
+// Unlike the kernel, which accepts only .ascending or .descending after a
+// sort field, ParseHist also accepts the modifier of the key or value the
+// field names (sort=id.syscall.descending), so that what String prints
+// parses again.
+func ParseHist(name, src string) (*HistSpec, error) {
+	p := histParser{name: name, src: src, spec: &HistSpec{Src: src}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.spec, nil
+}
+
+// HistFlags is a hist given with gtrace's flags rather than as a
+// "hist:..." string: --keys, --vals and --sort (lists, as pflag's string
+// slices give them), --size (0 for the default), --filter and --name.
+type HistFlags struct {
+	Keys, Vals, Sort []string
+	Size             int
+	Filter, Name     string
+}
+
+// HistFromFlags builds the spec the flags describe: the same as ParseHist
+// of the equivalent "hist:..." string, which becomes the spec's Src. A
+// blank Filter and an empty Name are left out. An error names the flag at
+// fault (Error.Name "--keys", "--vals", "--sort", "--size", "--filter" or
+// "--name"), and its Src and offsets refer to that flag's text, a list
+// flag's elements joined with commas.
+func HistFromFlags(f HistFlags) (*HistSpec, error) {
+	keys := strings.Join(f.Keys, ",")
+	if keys == "" {
+		return nil, &Error{Name: "--keys", Msg: "missing keys", Hint: "a hist needs at least one key, e.g. --keys common_pid"}
+	}
+	const listHint = "separate the fields with commas alone"
+	p := histParser{name: "hist"}
+	var b strings.Builder
+	b.WriteString(histPrefix)
+	add := func(flag, attr, text string) {
+		if b.Len() > len(histPrefix) && flag != "--filter" {
+			b.WriteByte(':')
+		}
+		g := histSeg{flag: flag, text: text, off: b.Len()}
+		b.WriteString(attr)
+		g.val = b.Len()
+		b.WriteString(text)
+		p.segs = append(p.segs, g)
+	}
+	if f.Name != "" {
+		if e := histFlagWord("--name", f.Name, "a hist name cannot contain blanks or ':'"); e != nil {
+			return nil, e
+		}
+		add("--name", "name=", f.Name)
+	}
+	if e := histFlagWord("--keys", keys, listHint); e != nil {
+		return nil, e
+	}
+	add("--keys", "keys=", keys)
+	if vals := strings.Join(f.Vals, ","); vals != "" {
+		if e := histFlagWord("--vals", vals, listHint); e != nil {
+			return nil, e
+		}
+		add("--vals", "vals=", vals)
+	}
+	if sort := strings.Join(f.Sort, ","); sort != "" {
+		if e := histFlagWord("--sort", sort, listHint); e != nil {
+			return nil, e
+		}
+		add("--sort", "sort=", sort)
+	}
+	if f.Size != 0 {
+		add("--size", "size=", strconv.Itoa(f.Size))
+	}
+	if strings.TrimSpace(f.Filter) != "" {
+		add("--filter", " if ", f.Filter)
+	}
+	p.src = b.String()
+	p.spec = &HistSpec{Src: p.src}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.spec, nil
+}
+
+// histFlagWord rejects white space and ':' in the text of a flag that
+// becomes one attribute of a "hist:..." string.
+func histFlagWord(flag, text, hint string) *Error {
+	if i := strings.IndexAny(text, ": \t\n\v\f\r"); i >= 0 {
+		return Errorf(flag, text, i, i+1, "unexpected %q", text[i:i+1]).WithHint("%s", hint)
+	}
+	return nil
+}
+
+// EffectiveSize returns the number of entries of the table: Size rounded
+// up to a power of two, or 2048 when no size was given.
+func (s *HistSpec) EffectiveSize() int {
+	if s.Size <= 0 {
+		return histDefaultSize
+	}
+	return histPow2(s.Size)
+}
+
+// histPow2 rounds n > 0 up to a power of two.
+func histPow2(n int) int {
+	return 1 << bits.Len(uint(n-1))
+}
+
+// String returns the trigger description exactly as the kernel prints it
+// in the trigger file and in the hist header (grammar §6.2), without the
+// trailing " [active]" or " [paused]": name=, keys=, vals= (hitcount first
+// unless nohitcount), sort= (hitcount by default; a key or value with its
+// modifier; .descending but never .ascending), size= (the effective
+// size), :nohitcount and " if " with the filter as typed. The kernel adds
+// :clock= only for a hist that uses common_timestamp, which a spec cannot
+// do yet, so String never prints it.
+func (s *HistSpec) String() string {
+	var b strings.Builder
+	b.WriteString(histPrefix)
+	if s.Name != "" {
+		b.WriteString("name=" + s.Name + ":")
+	}
+	b.WriteString("keys=")
+	for i, k := range s.Keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k.String())
+	}
+	b.WriteString(":vals=")
+	sep := ""
+	if !s.NoHitcount {
+		b.WriteString("hitcount")
+		sep = ","
+	}
+	for _, v := range s.Vals {
+		b.WriteString(sep + v.String())
+		sep = ","
+	}
+	b.WriteString(":sort=")
+	if len(s.Sort) == 0 {
+		b.WriteString("hitcount")
+	}
+	for i, k := range s.Sort {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if t := s.sortTarget(k.Name); t != nil {
+			b.WriteString(t.String())
+		} else {
+			b.WriteString(k.Name)
+		}
+		if k.Descending {
+			b.WriteString(".descending")
+		}
+	}
+	fmt.Fprintf(&b, ":size=%d", s.EffectiveSize())
+	if s.NoHitcount {
+		b.WriteString(":nohitcount")
+	}
+	if s.FilterText != "" {
+		b.WriteString(" if " + s.FilterText)
+	}
+	return b.String()
+}
+
+// WrittenName returns the name of f as written in Src. It differs from
+// f.Name only for the legacy names: "cpu" or "CPU" for common_cpu,
+// "stacktrace" or "STACKTRACE" for common_stacktrace. The kernel takes a
+// legacy name to mean the event's own field when the event has a field of
+// that name.
+func (s *HistSpec) WrittenName(f HistField) string {
+	if f.Off < 0 || f.End > len(s.Src) || f.Off > f.End {
+		return f.Name
+	}
+	name, _, _ := strings.Cut(s.Src[f.Off:f.End], ".")
+	return name
+}
+
+// sortTarget returns the value, else the key, that a sort entry names (the
+// kernel's search order), or nil for hitcount or an unknown name.
+func (s *HistSpec) sortTarget(name string) *HistField {
+	if name == "hitcount" {
+		return nil
+	}
+	for _, fields := range [][]HistField{s.Vals, s.Keys} {
+		for i := range fields {
+			if fields[i].Name == name {
+				return &fields[i]
+			}
+		}
+	}
+	return nil
+}
+
+// String returns the field as the kernel prints it in a trigger
+// description: the name and its modifier, buckets as .buckets=N.
+func (f HistField) String() string {
+	switch f.Mod {
+	case ModNone:
+		return f.Name
+	case ModBuckets:
+		return f.Name + ".buckets=" + strconv.FormatUint(f.Buckets, 10)
+	}
+	return f.Name + "." + f.Mod.String()
+}
+
+// histSpan is a byte range of the source.
+type histSpan struct{ off, end int }
+
+// histSeg is where one flag's text sits in the source that HistFromFlags
+// builds.
+type histSeg struct {
+	flag string // "--keys"
+	text string // the flag's text
+	off  int    // offset of the attribute word ("keys=", " if ") in the source
+	val  int    // offset of text in the source
+}
+
+// histParser parses one hist spec.
+type histParser struct {
+	name  string
+	src   string
+	spec  *HistSpec
+	segs  []histSeg       // HistFromFlags: errors point into the flags
+	seen  map[string]bool // assignment attributes given so far
+	sorts []histSpan      // sort= entries, resolved once keys and vals are known
+	nohc  histSpan        // the nohitcount flag
+}
+
+// errorf returns an error for src[off:end], or for the same bytes of the
+// flag they came from when the source was built by HistFromFlags.
+func (p *histParser) errorf(off, end int, format string, args ...any) *Error {
+	for _, g := range p.segs {
+		if off >= g.off && off <= g.val+len(g.text) {
+			return Errorf(g.flag, g.text, off-g.val, end-g.val, format, args...)
+		}
+	}
+	return Errorf(p.name, p.src, off, end, format, args...)
+}
+
+func (p *histParser) parse() *Error {
+	start, end := histTrim(p.src, 0, len(p.src))
+	// Like the kernel, take the command word "hist" up to a ':' or a
+	// blank, and skip the blanks after it.
+	if rest := p.src[start:end]; rest == "hist" || (strings.HasPrefix(rest, "hist") && strings.IndexByte(": \t", rest[4]) >= 0) {
+		start, _ = histTrim(p.src, min(start+len(histPrefix), end), end)
+	}
+	attrEnd := end
+	ifOff := histFindIf(p.src, start, end)
+	if ifOff >= 0 {
+		_, attrEnd = histTrim(p.src, start, ifOff)
+	}
+	if e := p.attrs(start, attrEnd); e != nil {
+		return e
+	}
+	if e := p.check(start, attrEnd); e != nil {
+		return e
+	}
+	if ifOff >= 0 {
+		return p.filter(ifOff, end)
+	}
+	return nil
+}
+
+// histTrim returns [off, end) without leading and trailing white space.
+func histTrim(src string, off, end int) (int, int) {
+	for off < end && histIsSpace(src[off]) {
+		off++
+	}
+	for end > off && histIsSpace(src[end-1]) {
+		end--
+	}
+	return off, end
+}
+
+func histIsSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func histIsBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// histFindIf returns the offset of the first word "if" in src[off:end]
+// that has a blank before it and a blank (or the end) after it, or -1.
+func histFindIf(src string, off, end int) int {
+	for i := off + 1; i+2 <= end; i++ {
+		if src[i] == 'i' && src[i+1] == 'f' && histIsBlank(src[i-1]) && (i+2 == end || histIsBlank(src[i+2])) {
+			return i
+		}
+	}
+	return -1
+}
+
+// filter parses the filter that follows the "if" at ifOff.
+func (p *histParser) filter(ifOff, end int) *Error {
+	off := ifOff + len("if ")
+	if off > end {
+		return p.errorf(ifOff, ifOff+len("if"), "missing filter after \"if\"")
+	}
+	p.spec.FilterText = p.src[off:end]
+	p.spec.FilterOff = off
+	// Blanks in place of what precedes the filter keep the offsets of
+	// the nodes and of the errors those of src.
+	expr, err := ParseFilter(p.name, strings.Repeat(" ", off)+p.spec.FilterText)
+	if err != nil {
+		var fe *Error
+		if !errors.As(err, &fe) {
+			return p.errorf(off, end, "%v", err)
+		}
+		e := p.errorf(fe.Off, fe.End, "%s", fe.Msg)
+		e.Hint = fe.Hint
+		return e
+	}
+	p.spec.Filter = expr
+	return nil
+}
+
+// histSplit splits src[off:end] at every sep.
+func histSplit(src string, off, end int, sep byte) []histSpan {
+	var spans []histSpan
+	for {
+		i := strings.IndexByte(src[off:end], sep)
+		if i < 0 {
+			return append(spans, histSpan{off, end})
+		}
+		spans = append(spans, histSpan{off, off + i})
+		off += i + 1
+	}
+}
+
+// attrs parses the ':'-separated attributes in src[off:end].
+func (p *histParser) attrs(off, end int) *Error {
+	if off == end {
+		return nil
+	}
+	for _, a := range histSplit(p.src, off, end, ':') {
+		if e := p.attr(a.off, a.end); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func (p *histParser) attr(off, end int) *Error {
+	item := p.src[off:end]
+	if item == "" {
+		return p.errorf(off, off, "empty attribute").WithHint("remove the extra ':'")
+	}
+	for _, h := range []string{"onmatch(", "onmax(", "onchange("} {
+		if strings.HasPrefix(item, h) {
+			return p.errorf(off, end, "handler actions are not supported yet")
+		}
+	}
+	word, _, isAssign := strings.Cut(item, "=")
+	if !isAssign {
+		return p.flag(off, end)
+	}
+	val := off + len(word) + 1
+	attr := histAssignAttr(word)
+	if attr == "" {
+		return p.variable(off, end, word)
+	}
+	if p.seen[attr] {
+		return p.errorf(off, val, "%s= given more than once", attr)
+	}
+	if p.seen == nil {
+		p.seen = map[string]bool{}
+	}
+	p.seen[attr] = true
+	if attr == "clock" {
+		val, end = histTrim(p.src, val, end)
+	}
+	if val == end {
+		return p.errorf(off, val, "missing value after %q", word+"=")
+	}
+	switch attr {
+	case "keys":
+		return p.keys(val, end)
+	case "vals":
+		return p.vals(val, end)
+	case "sort":
+		return p.sort(val, end)
+	case "size":
+		return p.size(val, end)
+	case "name":
+		if i := strings.IndexAny(p.src[val:end], " \t\n\v\f\r"); i >= 0 {
+			return p.errorf(val, end, "invalid name %q", p.src[val:end]).WithHint("a hist name cannot contain blanks")
+		}
+		p.spec.Name = p.src[val:end]
+	case "clock":
+		p.spec.Clock = p.src[val:end]
+	}
+	return nil
+}
+
+// histAssignAttr returns the canonical name of an assignment attribute
+// ("keys" for "key"), or "" if word is not one.
+func histAssignAttr(word string) string {
+	switch word {
+	case "keys", "key":
+		return "keys"
+	case "vals", "val", "values":
+		return "vals"
+	case "sort", "size", "name", "clock":
+		return word
+	}
+	return ""
+}
+
+func (p *histParser) flag(off, end int) *Error {
+	switch word := p.src[off:end]; word {
+	case "pause":
+		p.spec.Pause = true
+	case "cont", "continue":
+		p.spec.Cont = true
+	case "clear":
+		p.spec.Clear = true
+	case "nohitcount", "NOHC":
+		p.spec.NoHitcount = true
+		p.nohc = histSpan{off, end}
+	default:
+		e := p.errorf(off, end, "unknown attribute %q", word)
+		if s := Nearest(word, histAttrWords); s != "" {
+			return e.WithHint("did you mean %q? valid attributes are %s", s, histValidAttrs)
+		}
+		return e.WithHint("valid attributes are %s", histValidAttrs)
+	}
+	return nil
+}
+
+// variable rejects "name=expr", a variable assignment to the kernel, or
+// an unknown attribute if name cannot be a variable.
+func (p *histParser) variable(off, end int, word string) *Error {
+	if !histIsIdent(word) {
+		return p.errorf(off, end, "unknown attribute %q", p.src[off:end]).WithHint("valid attributes are %s", histValidAttrs)
+	}
+	e := p.errorf(off, end, "variables are not supported yet")
+	if s := Nearest(word+"=", histAssignWords); s != "" && len(word) >= 4 && Distance(word+"=", s) <= 2 {
+		return e.WithHint("did you mean %q? %s= defines a variable", s, word)
+	}
+	return e
+}
+
+func (p *histParser) keys(off, end int) *Error {
+	for i, sp := range histSplit(p.src, off, end, ',') {
+		if i == histMaxKeys {
+			return p.errorf(sp.off, end, "too many keys (max = %d)", histMaxKeys)
+		}
+		f, e := p.field(sp, histKey)
+		if e != nil {
+			return e
+		}
+		p.spec.Keys = append(p.spec.Keys, f)
+	}
+	return nil
+}
+
+func (p *histParser) vals(off, end int) *Error {
+	for _, sp := range histSplit(p.src, off, end, ',') {
+		if p.src[sp.off:sp.end] == "hitcount" {
+			continue
+		}
+		if len(p.spec.Vals) == histMaxVals {
+			return p.errorf(sp.off, end, "too many values (max = %d besides hitcount)", histMaxVals)
+		}
+		f, e := p.field(sp, histVal)
+		if e != nil {
+			return e
+		}
+		p.spec.Vals = append(p.spec.Vals, f)
+	}
+	return nil
+}
+
+// field parses one key or value: a field name with at most one modifier.
+func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
+	text := p.src[sp.off:sp.end]
+	switch {
+	case text == "":
+		return HistField{}, p.errorf(sp.off, sp.off, "empty %s", role).WithHint("remove the extra ','")
+	case strings.Contains(text, "$"):
+		return HistField{}, p.errorf(sp.off, sp.end, "variable references are not supported yet")
+	case strings.ContainsAny(strings.ReplaceAll(text, ".sym-offset", ""), "+-*/"):
+		return HistField{}, p.errorf(sp.off, sp.end, "expressions are not supported yet")
+	}
+	name, mod, hasMod := strings.Cut(text, ".")
+	nameEnd := sp.off + len(name)
+	if _, ok := histParseUint(name); ok {
+		return HistField{}, p.errorf(sp.off, nameEnd, "constants are not supported yet")
+	}
+	if name == "" {
+		return HistField{}, p.errorf(sp.off, sp.off+1, "missing field name before '.'")
+	}
+	if !histIsIdent(name) {
+		return HistField{}, p.errorf(sp.off, nameEnd, "invalid field name %q", name)
+	}
+	f := HistField{Name: name, Off: sp.off, End: sp.end}
+	if canon, ok := histLegacy[name]; ok {
+		f.Name = canon
+	}
+	switch {
+	case f.Name == "common_timestamp":
+		return HistField{}, p.errorf(sp.off, nameEnd, "common_timestamp is not supported yet")
+	case f.Name == "hitcount" && role == histKey:
+		return HistField{}, p.errorf(sp.off, nameEnd, "hitcount cannot be a key").WithHint("hitcount is always counted; it is a value")
+	case f.Name == "common_stacktrace" && role == histVal:
+		return HistField{}, p.errorf(sp.off, nameEnd, "common_stacktrace cannot be a value").WithHint("use it as a key")
+	}
+	if !hasMod {
+		return f, nil
+	}
+	m, n, ok := histParseMod(mod)
+	if ok && histModValid(role, f.Name, m) {
+		f.Mod, f.Buckets = m, n
+		return f, nil
+	}
+	modOff, modEnd := nameEnd+1, sp.end
+	if mod == "" {
+		modOff--
+	}
+	return HistField{}, p.errorf(modOff, modEnd, "invalid field modifier").WithHint("%s", histModHint(role, f.Name, mod, m, ok))
+}
+
+// histParseMod parses a modifier: one of the names of HistMod, or
+// buckets=N (or bucket=N) with N > 0 in any base the kernel accepts.
+func histParseMod(s string) (HistMod, uint64, bool) {
+	for m := ModHex; m <= ModStacktrace; m++ {
+		if m != ModBuckets && s == m.String() {
+			return m, 0, true
+		}
+	}
+	if rest, ok := strings.CutPrefix(s, "bucket"); ok {
+		if num, ok := strings.CutPrefix(strings.TrimPrefix(rest, "s"), "="); ok {
+			if n, ok := histParseUint(num); ok && n > 0 {
+				return ModBuckets, n, true
+			}
+		}
+	}
+	return ModNone, 0, false
+}
+
+// histModValid reports whether modifier m is valid on field name as a key
+// or a value (the table of grammar §4.3, common_timestamp aside).
+func histModValid(role histRole, name string, m HistMod) bool {
+	switch {
+	case name == "common_stacktrace":
+		return false
+	case name == "hitcount":
+		return m == ModPercent || m == ModGraph
+	case m == ModExecname:
+		return name == "common_pid"
+	case role == histKey:
+		switch m {
+		case ModHex, ModSym, ModSymOffset, ModSyscall, ModLog2, ModBuckets, ModStacktrace:
+			return true
+		}
+		return false
+	}
+	return m == ModHex || m == ModPercent || m == ModGraph
+}
+
+// histModHint says why modifier text (parsed as m if ok) is invalid.
+func histModHint(role histRole, name, text string, m HistMod, ok bool) string {
+	switch {
+	case name == "common_stacktrace":
+		return "common_stacktrace takes no modifier"
+	case name == "hitcount":
+		return "hitcount takes .percent or .graph"
+	case !ok && strings.HasPrefix(text, "bucket"):
+		return "write buckets=N with a number N > 0"
+	case !ok:
+		valid := "key modifiers are " + histKeyMods
+		if role == histVal {
+			valid = "value modifiers are " + histValMods
+		}
+		if s := Nearest(text, histModNames[1:]); s != "" {
+			return fmt.Sprintf("did you mean %q? %s", s, valid)
+		}
+		return valid
+	case m == ModExecname:
+		return "execname applies to common_pid only"
+	case m == ModUsecs:
+		return "usecs applies to common_timestamp, which is not supported yet"
+	case role == histKey:
+		return m.String() + " applies to values only"
+	}
+	return m.String() + " applies to keys only"
+}
+
+// histIsIdent reports whether s is a C identifier, like an event field.
+func histIsIdent(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// histParseUint parses a number as the kernel's kstrtoul with base 0 does:
+// 0x or 0X for hex, a leading 0 for octal, else decimal.
+func histParseUint(s string) (uint64, bool) {
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'):
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	if s == "" || s[0] == '+' || s[0] == '-' || strings.Contains(s, "_") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	return n, err == nil
+}
+
+func (p *histParser) sort(off, end int) *Error {
+	for i, sp := range histSplit(p.src, off, end, ',') {
+		if i == histMaxSort {
+			return p.errorf(sp.off, end, "too many sort fields (max = %d)", histMaxSort)
+		}
+		if sp.off == sp.end {
+			return p.errorf(sp.off, sp.off, "empty sort field").WithHint("remove the extra ','")
+		}
+		if p.src[sp.off] == '.' {
+			return p.errorf(sp.off, sp.end, "empty sort field").WithHint("name a key, a value or hitcount")
+		}
+		p.sorts = append(p.sorts, sp)
+	}
+	return nil
+}
+
+func (p *histParser) size(off, end int) *Error {
+	text := p.src[off:end]
+	n, ok := histParseUint(text)
+	if !ok {
+		return p.errorf(off, end, "invalid size %q", text).WithHint(histSizeHint)
+	}
+	if n > histMaxSize || histPow2(int(n)) < histMinSize {
+		return p.errorf(off, end, "size %s out of range", text).WithHint(histSizeHint)
+	}
+	p.spec.Size = int(n)
+	return nil
+}
+
+// check does what needs all the attributes: keys are given, nohitcount
+// has another value, the sort entries name keys or values.
+func (p *histParser) check(off, end int) *Error {
+	s := p.spec
+	if len(s.Keys) == 0 {
+		return p.errorf(off, end, "missing keys").WithHint("a hist needs keys=, e.g. hist:keys=common_pid")
+	}
+	if s.NoHitcount && len(s.Vals) == 0 {
+		return p.errorf(p.nohc.off, p.nohc.end, "nohitcount requires a value other than hitcount").
+			WithHint("add one, e.g. vals=hitcount.percent or vals=FIELD")
+	}
+	for _, sp := range p.sorts {
+		k, e := p.sortKey(sp)
+		if e != nil {
+			return e
+		}
+		s.Sort = append(s.Sort, k)
+	}
+	return nil
+}
+
+// sortKey resolves one sort entry: NAME[.MODIFIER][.ascending|.descending]
+// where NAME is hitcount, a value or a key, and MODIFIER, accepted so that
+// String's output parses, must be that of the value or key.
+func (p *histParser) sortKey(sp histSpan) (SortKey, *Error) {
+	name, rest, hasDot := strings.Cut(p.src[sp.off:sp.end], ".")
+	nameEnd := sp.off + len(name)
+	k := SortKey{Name: name, Off: sp.off, End: sp.end}
+	if canon, ok := histLegacy[name]; ok {
+		k.Name = canon
+	}
+	t := p.spec.sortTarget(k.Name)
+	if t == nil && k.Name != "hitcount" {
+		e := p.errorf(sp.off, nameEnd, "sort field must be a key or a val")
+		names := p.sortNames()
+		if s := Nearest(name, names); s != "" {
+			return SortKey{}, e.WithHint("did you mean %q?", s)
+		}
+		return SortKey{}, e.WithHint("sort by %s", strings.Join(names, ", "))
+	}
+	if !hasDot {
+		return k, nil
+	}
+	mod := rest
+	switch {
+	case rest == "ascending":
+		return k, nil
+	case rest == "descending":
+		k.Descending = true
+		return k, nil
+	case strings.HasSuffix(rest, ".ascending"):
+		mod = strings.TrimSuffix(rest, ".ascending")
+	case strings.HasSuffix(rest, ".descending"):
+		mod = strings.TrimSuffix(rest, ".descending")
+		k.Descending = true
+	}
+	m, n, ok := histParseMod(mod)
+	if t == nil || !ok || m != t.Mod || n != t.Buckets {
+		if mod == "" {
+			return SortKey{}, p.errorf(nameEnd, nameEnd+1, "invalid sort modifier").WithHint(histSortHint)
+		}
+		return SortKey{}, p.errorf(nameEnd+1, nameEnd+1+len(mod), "invalid sort modifier").WithHint(histSortHint)
+	}
+	return k, nil
+}
+
+// sortNames lists what a sort entry may name.
+func (p *histParser) sortNames() []string {
+	names := []string{"hitcount"}
+	for _, fields := range [][]HistField{p.spec.Vals, p.spec.Keys} {
+		for _, f := range fields {
+			if !slices.Contains(names, f.Name) {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	return names
+}
