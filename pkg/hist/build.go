@@ -20,9 +20,9 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 		return nil, err
 	}
 	if spec.Filter != nil {
-		bf, err := parse.BindFilter(spec.Name, spec.Src, spec.Filter, f)
+		bf, err := parse.BindFilter("hist", spec.Src, spec.Filter, f)
 		if err != nil {
-			return nil, err
+			return nil, spec.Locate(err)
 		}
 		o.Filter = func(b *bpfgen.Builder, miss string, scratch bpfgen.StackArea) error {
 			return bpfgen.EmitFilter(b, bf, miss, scratch)

@@ -33,8 +33,8 @@ func NewOffline(spec *parse.HistSpec, f *parse.Format) (*Offline, error) {
 	}
 	o := &Offline{plan: p, agg: NewAggregator(p, p.Size)}
 	if spec.Filter != nil {
-		if o.filter, err = parse.BindFilter(spec.Name, spec.Src, spec.Filter, f); err != nil {
-			return nil, err
+		if o.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, f); err != nil {
+			return nil, spec.Locate(err)
 		}
 	}
 	// The same sources and string limits as Compile's BPF layout.

@@ -36,7 +36,7 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 			return nil, unknownField(spec, f, v)
 		}
 		if fld.Class != parse.ClassNumeric || fld.Common {
-			return nil, parse.Errorf(spec.Name, spec.Src, v.Off, v.End, "field %q (%s) cannot be a value: values must be numeric fields of the event", v.Name, fldClass(fld))
+			return nil, spec.Errorf(v.Off, v.End, "field %q (%s) cannot be a value: values must be numeric fields of the event", v.Name, fldClass(fld))
 		}
 		p.Vals = append(p.Vals, Val{Spec: v})
 	}
@@ -52,7 +52,7 @@ func fldClass(f *parse.Field) string {
 
 func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, error) {
 	bad := func(format string, args ...any) (Key, error) {
-		return Key{}, parse.Errorf(spec.Name, spec.Src, k.Off, k.End, format, args...)
+		return Key{}, spec.Errorf(k.Off, k.End, format, args...)
 	}
 	if fld := f.Field(k.Name); fld != nil {
 		switch {
@@ -87,12 +87,13 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 }
 
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
-	e := parse.Errorf(spec.Name, spec.Src, k.Off, k.Off+len(k.Name), "unknown field %q in %s", k.Name, f.FullName())
+	name := spec.WrittenName(k)
+	e := spec.Errorf(k.Off, k.Off+len(name), "unknown field %q in %s", name, f.FullName())
 	names := []string{"common_cpu", "comm"}
 	for _, fld := range f.Fields {
 		names = append(names, fld.Name)
 	}
-	if s := parse.Nearest(k.Name, names); s != "" {
+	if s := parse.Nearest(name, names); s != "" {
 		e.WithHint("did you mean %q?", s)
 	} else {
 		sort.Strings(names)

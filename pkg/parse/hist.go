@@ -74,7 +74,7 @@ func (r histRole) String() string {
 // field names (sort=id.syscall.descending), so that what String prints
 // parses again.
 func ParseHist(name, src string) (*HistSpec, error) {
-	p := histParser{name: name, src: src, spec: &HistSpec{Src: src}}
+	p := histParser{name: name, src: src, spec: &HistSpec{Src: src, srcName: name}}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func HistFromFlags(f HistFlags) (*HistSpec, error) {
 		add("--filter", " if ", f.Filter)
 	}
 	p.src = b.String()
-	p.spec = &HistSpec{Src: p.src}
+	p.spec = &HistSpec{Src: p.src, srcName: p.name, segs: p.segs}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
@@ -299,12 +299,18 @@ type histParser struct {
 // errorf returns an error for src[off:end], or for the same bytes of the
 // flag they came from when the source was built by HistFromFlags.
 func (p *histParser) errorf(off, end int, format string, args ...any) *Error {
-	for _, g := range p.segs {
-		if off >= g.off && off <= g.val+len(g.text) {
-			return Errorf(g.flag, g.text, off-g.val, end-g.val, format, args...)
+	return locate(p.segs, Errorf(p.name, p.src, off, end, format, args...))
+}
+
+// locate moves an error on the source HistFromFlags built to the same
+// bytes of the flag they came from.
+func locate(segs []histSeg, e *Error) *Error {
+	for _, g := range segs {
+		if e.Off >= g.off && e.Off <= g.val+len(g.text) {
+			return Errorf(g.flag, g.text, e.Off-g.val, e.End-g.val, "%s", e.Msg).WithHint("%s", e.Hint)
 		}
 	}
-	return Errorf(p.name, p.src, off, end, format, args...)
+	return e
 }
 
 func (p *histParser) parse() *Error {

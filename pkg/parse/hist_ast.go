@@ -1,5 +1,7 @@
 package parse
 
+import "errors"
+
 // HistMod is a hist key or value modifier (the text after the field's '.').
 type HistMod int
 
@@ -56,4 +58,23 @@ type HistSpec struct {
 	Filter     Expr        // the if-filter, nil if none
 	FilterText string      // the filter text as typed (after "if ")
 	FilterOff  int         // offset of FilterText in Src
+
+	srcName string    // what Src is called in errors
+	segs    []histSeg // HistFromFlags: where each flag's text sits in Src
+}
+
+// Errorf returns an error for Src[off:end], placed on the flag the bytes
+// came from when the spec was built from flags.
+func (s *HistSpec) Errorf(off, end int, format string, args ...any) *Error {
+	return locate(s.segs, Errorf(s.srcName, s.Src, off, end, format, args...))
+}
+
+// Locate places an *Error on Src (from a later check, such as binding the
+// filter) on the flag its bytes came from; other errors pass unchanged.
+func (s *HistSpec) Locate(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Src == s.Src {
+		return locate(s.segs, e)
+	}
+	return err
 }
