@@ -1,0 +1,375 @@
+package bpfgen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// filterFormat has a field of each kind the backend reads, some of them
+// misaligned on purpose.
+const filterFormat = `name: made_up
+ID: 77
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:char comm[16];	offset:8;	size:16;	signed:0;
+	field:int fd;	offset:24;	size:8;	signed:0;
+	field:u64 odd;	offset:36;	size:8;	signed:0;
+	field:short half;	offset:44;	size:2;	signed:1;
+	field:__data_loc char[] name;	offset:48;	size:4;	signed:0;
+	field:__rel_loc char[] path;	offset:52;	size:4;	signed:0;
+	field:const char * file;	offset:56;	size:8;	signed:0;
+	field:unsigned long addr;	offset:64;	size:8;	signed:0;
+	field:__data_loc cpumask_t mask;	offset:72;	size:4;	signed:0;
+
+print fmt: "x"
+`
+
+func bindTest(t *testing.T, src string) *parse.BoundFilter {
+	t.Helper()
+	f, err := parse.ParseFormat("format", filterFormat)
+	if err != nil {
+		t.Fatalf("ParseFormat: %+v", err)
+	}
+	f.System = "test"
+	e, err := parse.ParseFilter("f", src)
+	if err != nil {
+		t.Fatalf("ParseFilter(%q) = %+v", src, err)
+	}
+	bf, err := parse.BindFilter("f", src, e, f)
+	if err != nil {
+		t.Fatalf("BindFilter(%q) = %+v", src, err)
+	}
+	return bf
+}
+
+// listing emits src's filter and an exit at "miss", and returns the
+// listing with blank lines and indentation removed.
+func listing(t *testing.T, src string, scratch StackArea) string {
+	t.Helper()
+	b := &Builder{}
+	if err := EmitFilter(b, bindTest(t, src), "miss", scratch); err != nil {
+		t.Fatalf("EmitFilter(%q) = %+v", src, err)
+	}
+	b.Mark("miss")
+	b.Emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+	var lines []string
+	for _, l := range strings.Split(fmt.Sprint(b.Instructions()), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestEmitFilter(t *testing.T) {
+	scratch := StackArea{Off: -64, Size: 64}
+	tests := []struct {
+		src  string
+		want string
+	}{{
+		// An int argument in an 8-byte slot is read as the int it is.
+		"fd == -100",
+		`; fd == -100
+0: LdXMemW dst: r0 src: r6 off: 24 imm: 0
+1: LShImm dst: r0 imm: 32
+2: ArShImm dst: r0 imm: 32
+3: JNEImm dst: r0 off: -1 imm: -100 <miss>
+miss:
+4: MovImm dst: r0 imm: 1
+5: Exit`,
+	}, {
+		"fd < 3 && half >= -2",
+		`; fd < 3
+0: LdXMemW dst: r0 src: r6 off: 24 imm: 0
+1: LShImm dst: r0 imm: 32
+2: ArShImm dst: r0 imm: 32
+3: JSGEImm dst: r0 off: -1 imm: 3 <miss>
+; half >= -2
+4: LdXMemH dst: r0 src: r6 off: 44 imm: 0
+5: LShImm dst: r0 imm: 48
+6: ArShImm dst: r0 imm: 48
+7: JSLTImm dst: r0 off: -1 imm: -2 <miss>
+miss:
+8: MovImm dst: r0 imm: 1
+9: Exit`,
+	}, {
+		// A misaligned u64 is read in aligned halves; a constant beyond
+		// 32 bits goes through a register.
+		"odd > 0x100000000 || odd & 0x80000000",
+		`; odd > 0x100000000
+0: LdXMemW dst: r0 src: r6 off: 36 imm: 0
+1: LdXMemW dst: r1 src: r6 off: 40 imm: 0
+2: LShImm dst: r1 imm: 32
+3: OrReg dst: r0 src: r1
+4: LdImmDW dst: r1 imm: 4294967296
+6: JGTReg dst: r0 off: -1 src: r1 <filter_pass_1>
+; odd & 0x80000000
+7: LdXMemW dst: r0 src: r6 off: 36 imm: 0
+8: LdXMemW dst: r1 src: r6 off: 40 imm: 0
+9: LShImm dst: r1 imm: 32
+10: OrReg dst: r0 src: r1
+11: LdImmDW dst: r1 imm: 2147483648
+13: AndReg dst: r0 src: r1
+14: JEqImm dst: r0 off: -1 imm: 0 <miss>
+filter_pass_1:
+15: Ja off: -1 <miss>
+miss:
+16: MovImm dst: r0 imm: 1
+17: Exit`,
+	}, {
+		// ! swaps the targets; || jumps out on the first true operand.
+		"!(common_pid == 1 || common_type != 77)",
+		`; common_pid == 1
+0: MovReg dst: r0 src: r9
+1: LShImm dst: r0 imm: 32
+2: ArShImm dst: r0 imm: 32
+3: JEqImm dst: r0 off: -1 imm: 1 <miss>
+; common_type != 77
+4: MovImm dst: r0 imm: 77
+5: JNEImm dst: r0 off: -1 imm: 77 <miss>
+miss:
+6: MovImm dst: r0 imm: 1
+7: Exit`,
+	}, {
+		"cpu & CPUS{1,3-5} && cpu == CPUS{2} && cpu != CPUS{0-1}",
+		`; cpu & CPUS{1,3-5}
+0: Call FnGetSmpProcessorId
+1: JEqImm dst: r0 off: -1 imm: 1 <filter_next_2>
+2: JLTImm dst: r0 off: -1 imm: 3 <miss>
+3: JGTImm dst: r0 off: -1 imm: 5 <miss>
+filter_next_2:
+; cpu == CPUS{2}
+4: Call FnGetSmpProcessorId
+5: JNEImm dst: r0 off: -1 imm: 2 <miss>
+; cpu != CPUS{0-1}
+6: MovImm dst: r0 imm: 0
+7: JNEImm dst: r0 off: -1 imm: 0 <miss>
+miss:
+8: MovImm dst: r0 imm: 1
+9: Exit`,
+	}, {
+		// A static array is compared in place, in aligned chunks, NUL
+		// included.
+		`comm == "kworker/0:1"`,
+		`; comm == "kworker/0:1"
+0: LdXMemDW dst: r0 src: r6 off: 8 imm: 0
+1: LdImmDW dst: r1 imm: 3418906579283441515
+3: JNEReg dst: r0 off: -1 src: r1 <miss>
+4: LdXMemW dst: r0 src: r6 off: 16 imm: 0
+5: JNE32Imm dst: r0 off: -1 imm: 3226160 <miss>
+miss:
+6: MovImm dst: r0 imm: 1
+7: Exit`,
+	}, {
+		`comm ~ "kw*"`,
+		`; comm ~ "kw*"
+0: LdXMemH dst: r0 src: r6 off: 8 imm: 0
+1: JNE32Imm dst: r0 off: -1 imm: 30571 <miss>
+miss:
+2: MovImm dst: r0 imm: 1
+3: Exit`,
+	}, {
+		// The task's name goes to the stack first.
+		`COMM != "sh"`,
+		`; COMM != "sh"
+0: MovReg dst: r1 src: rfp
+1: AddImm dst: r1 imm: -64
+2: MovImm dst: r2 imm: 16
+3: Call FnGetCurrentComm
+4: LdXMemH dst: r0 src: rfp off: -64 imm: 0
+5: JNE32Imm dst: r0 off: -1 imm: 26739 <filter_pass_1>
+6: LdXMemB dst: r0 src: rfp off: -62 imm: 0
+7: JEq32Imm dst: r0 off: -1 imm: 0 <miss>
+filter_pass_1:
+8: Ja off: -1 <miss>
+miss:
+9: MovImm dst: r0 imm: 1
+10: Exit`,
+	}, {
+		// A dynamic string is copied from ctx + its offset, at most one
+		// byte more than the pattern.
+		`name == "ab"`,
+		`; name == "ab"
+0: LdXMemW dst: r0 src: r6 off: 48 imm: 0
+1: MovReg dst: r2 src: r0
+2: RShImm dst: r2 imm: 16
+3: JLEImm dst: r2 off: -1 imm: 3 <filter_len_2>
+4: MovImm dst: r2 imm: 3
+filter_len_2:
+5: AddImm dst: r2 imm: 1
+6: AndImm dst: r0 imm: 65535
+7: MovReg dst: r3 src: r6
+8: AddReg dst: r3 src: r0
+9: MovReg dst: r1 src: rfp
+10: AddImm dst: r1 imm: -64
+11: Call FnProbeReadKernelStr
+12: JNEImm dst: r0 off: -1 imm: 3 <miss>
+13: LdXMemH dst: r0 src: rfp off: -64 imm: 0
+14: JNE32Imm dst: r0 off: -1 imm: 25185 <miss>
+miss:
+15: MovImm dst: r0 imm: 1
+16: Exit`,
+	}, {
+		// __rel_loc offsets start after the u32; suffixes are matched at
+		// the end of the string as measured.
+		`path ~ "*.so"`,
+		`; path ~ "*.so"
+0: LdXMemW dst: r0 src: r6 off: 52 imm: 0
+1: MovReg dst: r2 src: r0
+2: RShImm dst: r2 imm: 16
+3: JLEImm dst: r2 off: -1 imm: 63 <filter_len_2>
+4: MovImm dst: r2 imm: 63
+filter_len_2:
+5: AddImm dst: r2 imm: 1
+6: AndImm dst: r0 imm: 65535
+7: AddImm dst: r0 imm: 56
+8: MovReg dst: r3 src: r6
+9: AddReg dst: r3 src: r0
+10: MovReg dst: r1 src: rfp
+11: AddImm dst: r1 imm: -64
+12: Call FnProbeReadKernelStr
+13: JSLTImm dst: r0 off: -1 imm: 1 <miss>
+14: MovReg dst: r7 src: r0
+15: SubImm dst: r7 imm: 1
+16: JGTImm dst: r7 off: -1 imm: 63 <miss>
+17: JLTImm dst: r7 off: -1 imm: 3 <miss>
+18: MovReg dst: r8 src: rfp
+19: AddReg dst: r8 src: r7
+20: LdXMemB dst: r0 src: r8 off: -67 imm: 0
+21: JNEImm dst: r0 off: -1 imm: 46 <miss>
+22: LdXMemB dst: r0 src: r8 off: -66 imm: 0
+23: JNEImm dst: r0 off: -1 imm: 115 <miss>
+24: LdXMemB dst: r0 src: r8 off: -65 imm: 0
+25: JNEImm dst: r0 off: -1 imm: 111 <miss>
+miss:
+26: MovImm dst: r0 imm: 1
+27: Exit`,
+	}, {
+		// A substring is searched for in a bounded loop.
+		`file.ustring ~ "*ab*" || fd == 1`,
+		`; file.ustring ~ "*ab*"
+0: LdXMemDW dst: r0 src: r6 off: 56 imm: 0
+1: MovReg dst: r3 src: r0
+2: MovImm dst: r2 imm: 64
+3: MovReg dst: r1 src: rfp
+4: AddImm dst: r1 imm: -64
+5: Call FnProbeReadUserStr
+6: JSLTImm dst: r0 off: -1 imm: 1 <filter_next_2>
+7: MovReg dst: r7 src: r0
+8: SubImm dst: r7 imm: 1
+9: JGTImm dst: r7 off: -1 imm: 63 <filter_next_2>
+10: JLTImm dst: r7 off: -1 imm: 2 <filter_next_2>
+11: SubImm dst: r7 imm: 2
+12: MovImm dst: r8 imm: 0
+filter_scan_3:
+13: MovReg dst: r1 src: rfp
+14: AddReg dst: r1 src: r8
+15: LdXMemB dst: r0 src: r1 off: -64 imm: 0
+16: JNEImm dst: r0 off: -1 imm: 97 <filter_scan_next_4>
+17: LdXMemB dst: r0 src: r1 off: -63 imm: 0
+18: JNEImm dst: r0 off: -1 imm: 98 <filter_scan_next_4>
+19: Ja off: -1 <filter_pass_1>
+filter_scan_next_4:
+20: AddImm dst: r8 imm: 1
+21: JLEReg dst: r8 off: -1 src: r7 <filter_scan_3>
+filter_next_2:
+; fd == 1
+22: LdXMemW dst: r0 src: r6 off: 24 imm: 0
+23: LShImm dst: r0 imm: 32
+24: ArShImm dst: r0 imm: 32
+25: JNEImm dst: r0 off: -1 imm: 1 <miss>
+filter_pass_1:
+26: Ja off: -1 <miss>
+miss:
+27: MovImm dst: r0 imm: 1
+28: Exit`,
+	}, {
+		// A string that cannot be read fails the predicate, != or not.
+		`file != "x"`,
+		`; file != "x"
+0: LdXMemDW dst: r0 src: r6 off: 56 imm: 0
+1: MovReg dst: r3 src: r0
+2: MovImm dst: r2 imm: 3
+3: MovReg dst: r1 src: rfp
+4: AddImm dst: r1 imm: -64
+5: Call FnProbeReadKernelStr
+6: JSLTImm dst: r0 off: -1 imm: 1 <miss>
+7: JNEImm dst: r0 off: -1 imm: 2 <filter_pass_1>
+8: LdXMemB dst: r0 src: rfp off: -64 imm: 0
+9: JEq32Imm dst: r0 off: -1 imm: 120 <miss>
+filter_pass_1:
+10: Ja off: -1 <miss>
+miss:
+11: MovImm dst: r0 imm: 1
+12: Exit`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			if got := listing(t, tt.src, scratch); got != tt.want {
+				t.Errorf("EmitFilter(%q) =\n%s\nwant\n%s", tt.src, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmitFilterErrors(t *testing.T) {
+	tests := []struct {
+		src     string
+		scratch StackArea
+		msg     string
+		off     int
+	}{
+		{"common_flags == 1", StackArea{}, `field "common_flags" is in the first 8 bytes of the record, which BPF programs cannot read`, 0},
+		{"fd == 1 || common_preempt_count > 0", StackArea{}, `field "common_preempt_count" is in the first 8 bytes of the record, which BPF programs cannot read`, 11},
+		{"addr.function == foo", StackArea{}, ".function is not supported by the BPF backend yet", 0},
+		{"mask & CPUS{1}", StackArea{}, "cpumask fields are not supported by the BPF backend yet", 0},
+		{`comm ~ "k*r"`, StackArea{}, `glob "k*r" is not supported by the BPF backend yet`, 7},
+		{`comm == "x" && COMM == "x"`, StackArea{Off: -8, Size: 8}, `COMM == "x" needs 16 bytes of BPF stack, the filter has 8`, 23},
+		{`comm ~ "*x"`, StackArea{Off: -16, Size: 16}, `comm ~ "*x" needs 17 bytes of BPF stack, the filter has 16`, 7},
+		{`name == "abc"`, StackArea{Off: -4, Size: 4}, `name == "abc" needs 5 bytes of BPF stack, the filter has 4`, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			b := &Builder{}
+			err := EmitFilter(b, bindTest(t, tt.src), "miss", tt.scratch)
+			var pe *parse.Error
+			if !errors.As(err, &pe) || pe.Msg != tt.msg || pe.Off != tt.off {
+				t.Fatalf("EmitFilter(%q) = %v, want %q at %d", tt.src, err, tt.msg, tt.off)
+			}
+			if len(b.Instructions()) != 0 {
+				t.Errorf("EmitFilter(%q) emitted code with its error", tt.src)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		pred string
+		n    int // predicates, one too many
+		msg  string
+	}{
+		{"fd == 1", maxFilterBranches + 1, "filter needs 7501 conditional jumps, more than the verifier follows on one path (7500)"},
+		// 7 instructions each: two loads, shift, or, a 64-bit constant, a jump.
+		{"odd == 0x100000000", maxFilterInsns/7 + 1, "filter compiles to 30002 BPF instructions, more than a jump can cross (30000)"},
+	} {
+		n := tt.n
+		src := strings.Repeat(tt.pred+" || ", n-1) + tt.pred
+		var pe *parse.Error
+		b := &Builder{}
+		if err := EmitFilter(b, bindTest(t, src), "miss", StackArea{}); !errors.As(err, &pe) || pe.Msg != tt.msg || len(b.Instructions()) != 0 {
+			t.Errorf("EmitFilter(%d times %q) = %v, want %q", n, tt.pred, err, tt.msg)
+		}
+	}
+	b := &Builder{}
+	if err := EmitFilter(b, bindTest(t, `name == "x"`), "miss", StackArea{Off: 8, Size: 16}); err == nil {
+		t.Errorf("EmitFilter with scratch above the frame = nil, want an error")
+	}
+}
