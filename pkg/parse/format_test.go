@@ -64,8 +64,8 @@ func TestParseFormatErrors(t *testing.T) {
 		off      int
 	}{
 		{"name: x\nID: zz\nformat:\n", `bad event ID "zz"`, 11},
-		{"name: x\nID: 1\nformat:\n\tfield:int a;\toffset:q;\tsize:4;\tsigned:1;\n", `bad offset value "q"`, 37},
-		{"name: x\nID: 1\nformat:\n\tfield:int;\toffset:0;\tsize:4;\n", `no type in declaration`, 28},
+		{"name: x\nID: 1\nformat:\n\tfield:int a;\toffset:q;\tsize:4;\tsigned:1;\n", `bad offset value "q"`, 43},
+		{"name: x\nID: 1\nformat:\n\tfield:int;\toffset:0;\tsize:4;\n", `no type in declaration`, 29},
 		{"name: x\nID: 1\nformat:\n\tfield:int a;\tsize:4;\n", `field line has no offset:`, 23},
 		{"name: x\nID: 1\n", `format file has no format: section`, 0},
 		{"ID: 1\nformat:\n", `format file has no name: line`, 0},

@@ -145,6 +145,7 @@ func TestParseHistSpec(t *testing.T) {
 		Filter:     spec.Filter,
 		FilterText: "id == 1",
 		FilterOff:  105,
+		srcName:    "hist",
 	}
 	if !reflect.DeepEqual(spec, want) {
 		t.Errorf("ParseHist(%q) = %+v, want %+v", src, spec, want)
@@ -369,6 +370,7 @@ func TestHistFromFlags(t *testing.T) {
 			t.Errorf("HistFromFlags(%+v).String() = %q, want %q", tt.flags, got, tt.want)
 		}
 		again, err := ParseHist("hist", spec.Src)
+		spec.segs = nil // only the flag form knows where its flags are
 		if err != nil || !reflect.DeepEqual(again, spec) {
 			t.Errorf("ParseHist(%q) = %+v, %v, want %+v", spec.Src, again, err, spec)
 		}
