@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,5 +104,92 @@ func TestPrivilegedNoCapBPFAdvice(t *testing.T) {
 	want := "gtrace: load BPF program: permission denied: gtrace needs CAP_BPF and CAP_PERFMON"
 	if code != exitFailure || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "\nprogram:\n") {
 		t.Errorf("without CAP_BPF: exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	}
+}
+
+// TestPrivilegedHistStringKeys counts execs and exits of a program with a
+// name of its own: a __data_loc key (sched_process_exec's filename) and a
+// char[16] key (sched_process_exit's comm).
+func TestPrivilegedHistStringKeys(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 25
+	dir, err := os.MkdirTemp("", "gtrace-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	prog := filepath.Join(dir, "gtrace_uniq_prog")
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		event, key, want string
+	}{
+		{"sched:sched_process_exec", "filename", "{ filename: " + pad50(prog) + " } hitcount:         25\n"},
+		{"sched:sched_process_exit", "comm", "{ comm: " + pad50("gtrace_uniq_pro") + " } hitcount:         25\n"},
+	} {
+		args := append([]string{"hist", "-e", tc.event, "-k", tc.key}, workload(t, "exec "+prog+" "+strconv.Itoa(n))...)
+		out, errOut, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.event, code, errOut)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s -k %s: no line %q in:\n%s", tc.event, tc.key, tc.want, out)
+		}
+	}
+}
+
+func pad50(s string) string { return s + strings.Repeat(" ", 50-len(s)) }
+
+func TestPrivilegedHistSymKey(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	out, errOut, code := run(t, "hist", "-e", "timer:hrtimer_start", "-k", "function.sym", "-s", "hitcount.descending", "--duration", "300ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// e.g. "{ function: [ffffffff8123a4b0] tick_nohz_handler                             } hitcount: ..."
+	re := regexp.MustCompile(`(?m)^\{ function: \[ffff[0-9a-f]{12}\] [a-z_][a-z0-9_.]* +\} hitcount: +\d+$`)
+	if !re.MatchString(out) {
+		t.Errorf("no resolved .sym key line in:\n%s", out)
+	}
+}
+
+func TestPrivilegedHistJSON(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	args := append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "--format", "json"}, workload(t, "getppid 777")...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var hists []struct {
+		Trigger string
+		Entries []struct {
+			Keys []struct {
+				Name    string
+				Value   any
+				Display string
+			}
+			Comm     string
+			Hitcount uint64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &hists); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	found := 0
+	for _, e := range hists[0].Entries {
+		if e.Comm == commOf(t) && e.Keys[1].Display == "sys_getppid                   [110]" {
+			found++
+			if e.Hitcount != 777 {
+				t.Errorf("hitcount = %d, want 777", e.Hitcount)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("found %d getppid entries for the workload, want 1:\n%s", found, out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func runWorkload(w string) int {
 	}
 	name := fields[0]
 	n, err := strconv.Atoi(fields[len(fields)-1])
-	if len(fields) == 3 {
+	if len(fields) == 3 && name != "exec" {
 		n, err = strconv.Atoi(fields[1])
 	}
 	if err != nil {
@@ -69,6 +70,13 @@ func runWorkload(w string) int {
 		}
 	case "exit":
 		return n
+	case "exec":
+		// exec PROGRAM N: run PROGRAM (an absolute path) N times.
+		for i := 0; i < n; i++ {
+			if err := exec.Command(fields[1]).Run(); err != nil {
+				return 95
+			}
+		}
 	}
 	return 0
 }
