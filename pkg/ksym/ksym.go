@@ -135,8 +135,9 @@ func parseLine(line string) (s Sym, ok bool, err error) {
 	}
 	s.Name = name
 	if mod != "" {
-		m, ok := strings.CutPrefix(mod, "[")
-		if m, ok = strings.CutSuffix(m, "]"); !ok || m == "" {
+		m, open := strings.CutPrefix(mod, "[")
+		m, closed := strings.CutSuffix(m, "]")
+		if !open || !closed || m == "" {
 			return Sym{}, false, fmt.Errorf("bad module %q", mod)
 		}
 		s.Module = m
