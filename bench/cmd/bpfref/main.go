@@ -1,0 +1,211 @@
+// Command bpfref attaches one of the baseline programs of
+// bench/hist-overhead.sh to the raw_syscalls:sys_enter tracepoint, prints
+// "ready" on stdout once attached, and holds until SIGINT or SIGTERM.
+//
+// With -mode empty the program returns 0 and does nothing else: the cost of
+// running any classic tracepoint program. With -mode ref it is a minimal
+// hand-written version of what `gtrace hist -k common_pid,id` must do per
+// event:
+//
+//	key = {u32 pid; u32 pad; u64 id}   // pid from bpf_get_current_pid_tgid
+//	if (v = lookup(&counts, &key)) atomic_add(v, 1)
+//	else update(&counts, &key, &one, BPF_NOEXIST)
+//	return 0
+//
+// The map is a hash of -size entries (2048 by default, gtrace's default hist
+// size); once it is full, events of new keys are not counted. The pid is
+// the thread id (the low half of pid_tgid), which is what common_pid holds.
+// On a lost insert race the event is not counted: a benchmark baseline need
+// not be exact. This program deliberately uses none of gtrace's packages: it
+// is the yardstick gtrace's generated code is measured against.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// The traced event.
+const (
+	group = "raw_syscalls"
+	event = "sys_enter"
+	field = "id"
+)
+
+// Stack slots of the ref program, as offsets from R10.
+const (
+	keyOff = -16 // key: pid u32 at -16, pad u32 at -12, id u64 at -8
+	oneOff = -24 // the u64 value 1 stored on a miss
+)
+
+func main() {
+	mode := flag.String("mode", "ref", "program to attach: empty or ref")
+	size := flag.Int("size", 2048, "entries of the ref program's hash map")
+	flag.Parse()
+	if (*mode != "empty" && *mode != "ref") || *size <= 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-size ENTRIES]")
+		os.Exit(2)
+	}
+	if err := run(*mode, uint32(*size)); err != nil {
+		fmt.Fprintf(os.Stderr, "bpfref: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run loads and attaches the program of the given mode, with a map of size
+// entries for ref, reports "ready" and waits for SIGINT or SIGTERM. Closing
+// the link on return detaches it.
+func run(mode string, size uint32) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root, err := tracefsRoot()
+	if err != nil {
+		return err
+	}
+	insns := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	var counts *ebpf.Map
+	if mode == "ref" {
+		off, err := fieldOffset(filepath.Join(root, "events", group, event, "format"), field)
+		if err != nil {
+			return err
+		}
+		counts, err = ebpf.NewMap(&ebpf.MapSpec{
+			Name:       "bpfref_counts",
+			Type:       ebpf.Hash,
+			KeySize:    16,
+			ValueSize:  8,
+			MaxEntries: size,
+		})
+		if err != nil {
+			return fmt.Errorf("create map: %w", err)
+		}
+		defer counts.Close()
+		insns = refProgram(counts.FD(), off)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "bpfref_" + mode,
+		Type:         ebpf.TracePoint,
+		License:      "GPL",
+		Instructions: insns,
+	})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("load %s program: %+v\n%v", mode, ve, insns)
+		}
+		return fmt.Errorf("load %s program: %w", mode, err)
+	}
+	defer prog.Close()
+	l, err := link.Tracepoint(group, event, prog, nil)
+	if err != nil {
+		return fmt.Errorf("attach %s:%s: %w", group, event, err)
+	}
+	defer l.Close()
+
+	fmt.Println("ready")
+	<-ctx.Done()
+	return nil
+}
+
+// refProgram returns the ref program for the hash map mapFD, reading the
+// syscall number as a u64 at idOff in the tracepoint record.
+func refProgram(mapFD, idOff int) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1), // R6 = ctx
+
+		// key = {pid, 0, id}
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, keyOff, asm.R0, asm.Word),
+		asm.StoreImm(asm.RFP, keyOff+4, 0, asm.Word),
+		asm.LoadMem(asm.R1, asm.R6, int16(idOff), asm.DWord),
+		asm.StoreMem(asm.RFP, keyOff+8, asm.R1, asm.DWord),
+
+		// if (v = lookup(&key)) { *v += 1 (atomically); return 0 }
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "miss"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Ja.Label("out"),
+
+		// update(&key, &one, BPF_NOEXIST)
+		asm.Mov.Imm(asm.R1, 1).WithSymbol("miss"),
+		asm.StoreMem(asm.RFP, oneOff, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, keyOff),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, oneOff),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
+		asm.FnMapUpdateElem.Call(),
+
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}
+}
+
+// tracefsRoot returns the tracefs mount point, mounting tracefs at
+// /sys/kernel/tracing if neither it nor the debugfs path is mounted.
+func tracefsRoot() (string, error) {
+	const primary = "/sys/kernel/tracing"
+	for _, dir := range []string{primary, "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(dir, "events")); err == nil {
+			return dir, nil
+		}
+	}
+	if err := unix.Mount("tracefs", primary, "tracefs", 0, ""); err != nil {
+		return "", fmt.Errorf("mount tracefs on %s: %w", primary, err)
+	}
+	return primary, nil
+}
+
+// fieldOffset returns the offset of the named field in a tracefs format
+// file, whose field lines read "field:TYPE NAME;\toffset:N;\tsize:N;...".
+func fieldOffset(path, name string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("read format: %w", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		decl, rest, ok := strings.Cut(strings.TrimSpace(s.Text()), ";")
+		if !ok || !strings.HasPrefix(decl, "field:") {
+			continue
+		}
+		words := strings.Fields(decl)
+		if words[len(words)-1] != name {
+			continue
+		}
+		for attr := range strings.SplitSeq(rest, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(attr), "offset:"); ok {
+				off, err := strconv.Atoi(v)
+				if err != nil {
+					return 0, fmt.Errorf("%s: field %s: bad offset %q", path, name, v)
+				}
+				return off, nil
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return 0, fmt.Errorf("read format: %w", err)
+	}
+	return 0, fmt.Errorf("%s: no field %q", path, name)
+}
