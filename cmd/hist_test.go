@@ -149,3 +149,10 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out.String())
 	}
 }
+
+func TestCompletion(t *testing.T) {
+	d, out, _ := fakeDeps(t)
+	if code := runDeps(d, "completion", "bash"); code != 0 || !strings.HasPrefix(out.String(), "# bash completion") {
+		t.Errorf("completion bash: exit %d, %.40q", code, out.String())
+	}
+}

@@ -12,7 +12,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/probe"
 )
 
 func TestPrivilegedHistIntervalClear(t *testing.T) {
@@ -191,5 +195,23 @@ func TestPrivilegedHistJSON(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("found %d getppid entries for the workload, want 1:\n%s", found, out)
+	}
+}
+
+func TestPrivilegedVerifierRejectionReport(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"bad": {
+		Type: ebpf.TracePoint, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()},
+	}}}
+	_, err := probe.Load(spec)
+	if err == nil {
+		t.Fatal("loading a bad program succeeded")
+	}
+	var b bytes.Buffer
+	code := report(&b, &listingError{err: err, listing: "THE LISTING\n"})
+	out := b.String()
+	if code != exitFailure || !strings.Contains(out, "verifier log (last lines):\n") || !strings.Contains(out, "R2 !read_ok") || !strings.HasSuffix(out, "program:\nTHE LISTING\n") {
+		t.Errorf("report() = %d,\n%s", code, out)
 	}
 }
