@@ -1,0 +1,184 @@
+package tracedat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testDataFile returns a small v7 file with two CPUs of data.
+func testDataFile(t *testing.T, mod func(*testFile)) []byte {
+	t.Helper()
+	tf := testBaseFile(t, 7)
+	tf.buffers = []testBuffer{{"", []testCPU{
+		{0, testSchedPages(binary.LittleEndian, 4096, 2, 100, 10)},
+		{1, testSchedPages(binary.LittleEndian, 4096, 2, 105, 10)},
+	}}}
+	if mod != nil {
+		mod(tf)
+	}
+	return tf.build(t)
+}
+
+func TestReadErrors(t *testing.T) {
+	le := binary.LittleEndian
+	patch := func(b []byte, fn func(b []byte)) []byte {
+		b = bytes.Clone(b)
+		fn(b)
+		return b
+	}
+	none := testDataFile(t, nil)
+	zst := testDataFile(t, func(tf *testFile) { tf.zstd = true })
+	firstOpts := int(le.Uint64(none[24:])) // v7 "none" header: first options offset at 24
+	tests := []struct {
+		name string
+		data []byte
+		want string
+		is   error
+	}{
+		{"empty", nil, "read header: at offset 0x0: magic: 10 bytes needed, 0 left: file truncated", ErrTruncated},
+		{"not trace.dat", []byte("hello, world, this is text"), "not a trace.dat file", nil},
+		{"version 5", patch(none, func(b []byte) { b[10] = '5' }), `file version "5"`, errors.ErrUnsupported},
+		{"endianness", patch(none, func(b []byte) { b[12] = 2 }), "at offset 0xc: endianness byte 2", nil},
+		{"page size", patch(none, func(b []byte) { le.PutUint32(b[14:], 0) }), "at offset 0xe: page size 0 out of range", nil},
+		{"zlib", patch(zst, func(b []byte) { copy(b[18:], "zlib") }), `compression "zlib"`, errors.ErrUnsupported},
+		{"options past the end", patch(none, func(b []byte) { le.PutUint64(b[24:], 1<<40) }), "options section offset 0x10000000000 is past the end", ErrTruncated},
+		{"options loop", patch(none, func(b []byte) {
+			// The last DONE is just before the 24-byte strings section.
+			le.PutUint64(b[len(b)-24-8:], uint64(firstOpts))
+		}), "loops back to", nil},
+		{"no DONE", patch(none, func(b []byte) {
+			le.PutUint64(b[firstOpts+8:], le.Uint64(b[firstOpts+8:])-14)
+		}), "no DONE option before the end of the section", nil},
+		{"no HEADER_INFO", patch(none, func(b []byte) { le.PutUint16(b[firstOpts+16:], 200) }), "no HEADER_INFO option", nil},
+		{"section id", patch(none, func(b []byte) { le.PutUint16(b[32:], 17) }), "at offset 0x20: section id 17 (FTRACE_EVENTS), want 16 (HEADER_INFO)", nil},
+		{"compressed section without compression", patch(none, func(b []byte) { le.PutUint16(b[34:], 1) }), `compressed section in a file with compression "none"`, nil},
+		{"section size", patch(none, func(b []byte) { le.PutUint64(b[40:], 1<<50) }), "section size 1125899906842624 runs past the end of the file", ErrTruncated},
+		{"header_page label", patch(none, func(b []byte) { b[48] = 'X' }), `found "Xeader_page\x00" where "header_page\x00" belongs`, nil},
+		{"corrupt zstd section", patch(zst, func(b []byte) {
+			for i := 37 + 16 + 8 + 4; i < 37+16+8+40; i++ {
+				b[i] ^= 0x5a
+			}
+		}), "read HEADER_INFO section at 0x25: at offset 0x3d: zstd:", nil},
+		{"bad format", func() []byte {
+			tf := testBaseFile(t, 7)
+			tf.systems[0].formats = append(tf.systems[0].formats, "name: x\nID: 9\nformat:\nbogus line\n")
+			return tf.build(t)
+		}(), "unexpected line in format file", nil},
+		{"cpu listed twice", testDataFile(t, func(tf *testFile) { tf.buffers[0].cpus[1].cpu = 0 }), "cpu 0 listed twice", nil},
+		{"BUFFER_TEXT", testDataFile(t, func(tf *testFile) { tf.options = []Option{{OptionBufferText, make([]byte, 10)}} }), "latency-format trace data", errors.ErrUnsupported},
+		{"v6 latency", func() []byte {
+			tf := testBaseFile(t, 6)
+			tf.v6Latency = true
+			return tf.build(t)
+		}(), "latency-format trace data", errors.ErrUnsupported},
+		{"v6 cpu count", func() []byte {
+			tf := testBaseFile(t, 6)
+			tf.cpuCount = maxCPUs + 1
+			return tf.build(t)
+		}(), "read cpu count: at offset 0x9cb: 65537 is out of range", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Read(bytes.NewReader(tt.data), int64(len(tt.data)))
+			if err == nil || f != nil {
+				t.Fatalf("Read = %v, %v; want error %q", f, err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Read error = %q, want it to contain %q", err, tt.want)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("Read error = %q, want errors.Is %v", err, tt.is)
+			}
+		})
+	}
+}
+
+// TestRecordErrors damages the data of one CPU: the other still yields
+// all its records, Err reports the damage.
+func TestRecordErrors(t *testing.T) {
+	le := binary.LittleEndian
+	tests := []struct {
+		name   string
+		zstd   bool
+		damage func(b []byte, cpu CPUData)
+		want   string
+		keep   int // records of cpu 0 still yielded
+	}{
+		{"commit past the page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+4096+8:], 5000) },
+			"cpu 0: page at offset 0x", 60},
+		{"corrupt record", false, func(b []byte, c CPUData) {
+			le.PutUint64(b[c.Offset+16+68*3:], 0xffff<<32) // type_len 0, length 0xffff
+		},
+			"cpu 0: page at offset 0x", 3},
+		{"corrupt chunk", true, func(b []byte, c CPUData) {
+			for i := c.Offset + 12; i < c.Offset+40; i++ {
+				b[i] ^= 0xff
+			}
+		}, "cpu 0: chunk at offset 0x", 0},
+		{"chunk size", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+8:], 4095) },
+			"uncompressed size 4095 is not a whole number of 4096-byte pages", 0},
+		{"chunk past the end", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+4:], 1<<30) },
+			"compressed bytes run past the end of the file", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := testDataFile(t, func(tf *testFile) { tf.zstd = tt.zstd })
+			f, err := Read(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.damage(data, f.CPUs[0])
+			recs, err := readAllRecords(t, f.Records())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Err() = %v, want %q", err, tt.want)
+			}
+			n := map[int]int{}
+			for _, r := range recs {
+				n[r.CPU]++
+			}
+			if n[0] != tt.keep || n[1] != 120 {
+				t.Errorf("records per CPU = %v, want cpu0 %d, cpu1 120", n, tt.keep)
+			}
+		})
+	}
+	// A trailing partial page.
+	tf := testBaseFile(t, 6)
+	tf.buffers = []testBuffer{{"", []testCPU{{0, append(testSchedPages(le, 4096, 1, 0, 1), make([]byte, 100))}}}}
+	data := tf.build(t)
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readAllRecords(t, f.Records())
+	if len(recs) != 60 || err == nil || !strings.Contains(err.Error(), "100 bytes at offset 0x") {
+		t.Errorf("partial page: %d records, Err %v; want 60 and a partial page error", len(recs), err)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	if _, err := Open(filepath.Join(t.TempDir(), "missing.dat")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open(missing) = %v, want ErrNotExist", err)
+	}
+	path := filepath.Join(t.TempDir(), "bad.dat")
+	if err := os.WriteFile(path, []byte("not a trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "bad.dat: read header") {
+		t.Errorf("Open(bad) = %v, want an error naming the file", err)
+	}
+	f, err := Open(sampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("second Close() = %v", err)
+	}
+}

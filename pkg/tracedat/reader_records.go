@@ -1,0 +1,326 @@
+package tracedat
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// readAhead is how many bytes of uncompressed pages one CPU reads at once.
+const readAhead = 64 << 10
+
+// Iterator yields the records of a ring-buffer instance, all CPUs merged
+// by timestamp. Ties go to the lower CPU number, as trace-cmd orders them.
+//
+//	it := f.Records()
+//	for it.Next() {
+//		rec := it.Record()
+//		...
+//	}
+//	if err := it.Err(); err != nil { ... }
+//
+// A CPU whose data is damaged or cut short stops at the last whole page
+// (compressed: the last whole chunk) before the damage; the other CPUs go
+// on, and Err reports what happened. An Iterator is not safe for
+// concurrent use; several Iterators may read one File concurrently.
+type Iterator struct {
+	heap []*cpuStream // min-heap by (next record's TS, CPU)
+	last *cpuStream   // stream of the current record, advanced by Next
+	errs []error
+	zbuf []byte // compressed chunk, shared by the streams
+	ts   uint64 // File.TSOffset
+}
+
+// Records returns an iterator over the records of the top instance. With
+// cpus, only the records of those CPUs are read.
+func (f *File) Records(cpus ...int) *Iterator {
+	if f.topIndex < 0 {
+		return &Iterator{}
+	}
+	return f.BufferRecords(f.Buffers[f.topIndex], cpus...)
+}
+
+// BufferRecords returns an iterator over the records of one instance of
+// f.Buffers. With cpus, only the records of those CPUs are read.
+func (f *File) BufferRecords(b *Buffer, cpus ...int) *Iterator {
+	it := &Iterator{ts: uint64(f.TSOffset)}
+	if f.r == nil {
+		it.errs = append(it.errs, errors.New("read records: the File was not made by Open or Read"))
+		return it
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if f.BigEndian {
+		order = binary.BigEndian
+	}
+	l := f.Layout()
+	l.Size = b.PageSize
+	for _, cd := range b.CPUs {
+		if len(cpus) > 0 && !slices.Contains(cpus, cd.CPU) {
+			continue
+		}
+		pr, err := NewPageReader(l)
+		if err != nil {
+			it.errs = append(it.errs, fmt.Errorf("cpu %d: %w", cd.CPU, err))
+			continue
+		}
+		s := &cpuStream{
+			it:         it,
+			cpu:        cd.CPU,
+			r:          f.r,
+			fileSize:   f.size,
+			pageSize:   l.Size,
+			compressed: b.Compressed,
+			order:      order,
+			off:        cd.Offset,
+			end:        cd.Offset + min(cd.Size, math.MaxInt64-cd.Offset),
+			pr:         pr,
+		}
+		s.rec.CPU = cd.CPU
+		if s.start() && s.advance() {
+			it.heap = append(it.heap, s)
+		} else if s.err != nil {
+			it.errs = append(it.errs, s.err)
+		}
+	}
+	for i := len(it.heap)/2 - 1; i >= 0; i-- {
+		it.down(i)
+	}
+	return it
+}
+
+// Next advances to the next record and reports whether there is one.
+func (it *Iterator) Next() bool {
+	if s := it.last; s != nil {
+		it.last = nil
+		if !s.advance() {
+			if s.err != nil {
+				it.errs = append(it.errs, s.err)
+			}
+			n := len(it.heap) - 1
+			it.heap[0] = it.heap[n]
+			it.heap[n] = nil
+			it.heap = it.heap[:n]
+		}
+		if len(it.heap) > 1 {
+			it.down(0)
+		}
+	}
+	if len(it.heap) == 0 {
+		return false
+	}
+	it.last = it.heap[0]
+	return true
+}
+
+// Record returns the current record. Its Data is valid until the next
+// call to Next.
+func (it *Iterator) Record() Record {
+	if it.last == nil {
+		return Record{}
+	}
+	r := it.last.rec
+	r.TS += it.ts
+	return r
+}
+
+// Err returns the errors met so far, one per failed CPU, joined.
+func (it *Iterator) Err() error { return errors.Join(it.errs...) }
+
+// down restores the heap order from i downwards.
+func (it *Iterator) down(i int) {
+	h := it.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// cpuStream reads the pages of one CPU and holds its next record.
+type cpuStream struct {
+	it         *Iterator
+	cpu        int
+	r          io.ReaderAt
+	fileSize   int64
+	pageSize   int
+	compressed bool
+	order      binary.ByteOrder
+
+	off    int64  // file offset of the next pages (uncompressed) or chunk header (compressed)
+	end    int64  // uncompressed: end of the CPU's data
+	chunks uint32 // compressed: chunks left
+
+	buf     []byte // loaded pages
+	bufOff  int64  // file offset of buf (uncompressed) or of its chunk (compressed)
+	next    int    // offset in buf of the next page
+	pageOff int    // offset in buf of the current page
+
+	pr  *PageReader
+	rec Record  // the next record
+	hdr [8]byte // chunk count or header, in the stream to stay off the heap
+	err error
+}
+
+func (s *cpuStream) before(o *cpuStream) bool {
+	return s.rec.TS < o.rec.TS || s.rec.TS == o.rec.TS && s.cpu < o.cpu
+}
+
+// advance moves to the CPU's next record; false at its end or on error.
+func (s *cpuStream) advance() bool {
+	for {
+		ok, err := s.pr.Next(&s.rec)
+		if ok {
+			return true
+		}
+		if err != nil {
+			s.fail(err)
+			return false
+		}
+		if !s.nextPage() {
+			return false
+		}
+	}
+}
+
+// fail records an error about the current page.
+func (s *cpuStream) fail(err error) {
+	if s.compressed {
+		s.err = fmt.Errorf("cpu %d: page %d of the chunk at offset %#x: %w", s.cpu, s.pageOff/s.pageSize, s.bufOff, err)
+	} else {
+		s.err = fmt.Errorf("cpu %d: page at offset %#x: %w", s.cpu, s.bufOff+int64(s.pageOff), err)
+	}
+}
+
+// start prepares reading: for compressed data, it reads the chunk count.
+func (s *cpuStream) start() bool {
+	if !s.compressed {
+		return true
+	}
+	if err := s.readAt(s.hdr[:4], s.off, "chunk count"); err != nil {
+		s.err = err
+		return false
+	}
+	s.chunks = s.order.Uint32(s.hdr[:])
+	s.off += 4
+	return true
+}
+
+// nextPage loads the next page into the page reader.
+func (s *cpuStream) nextPage() bool {
+	if s.next+s.pageSize > len(s.buf) {
+		var ok bool
+		if s.compressed {
+			ok = s.loadChunk()
+		} else {
+			ok = s.loadPages()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.pageOff = s.next
+	s.next += s.pageSize
+	if err := s.pr.Reset(s.buf[s.pageOff:s.next]); err != nil {
+		s.fail(err)
+		return false
+	}
+	return true
+}
+
+// loadPages reads the next run of whole uncompressed pages.
+func (s *cpuStream) loadPages() bool {
+	left := s.end - s.off
+	if left <= 0 {
+		return false
+	}
+	ps := int64(s.pageSize)
+	if left < ps {
+		s.err = fmt.Errorf("cpu %d: %d bytes at offset %#x are less than a page (%d bytes)", s.cpu, left, s.off, ps)
+		return false
+	}
+	want := max(readAhead/ps, 1) * ps
+	want = min(want, left/ps*ps)
+	if int64(cap(s.buf)) < want {
+		s.buf = make([]byte, want)
+	}
+	s.buf = s.buf[:want]
+	n, err := s.r.ReadAt(s.buf, s.off)
+	n = n / s.pageSize * s.pageSize
+	if n == 0 {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = ErrTruncated
+		}
+		s.err = fmt.Errorf("cpu %d: read page at offset %#x (file size %d): %w", s.cpu, s.off, s.fileSize, err)
+		return false
+	}
+	s.buf = s.buf[:n]
+	s.bufOff = s.off
+	s.off += int64(n)
+	s.next = 0
+	return true
+}
+
+// loadChunk reads and decompresses the next chunk of pages. The record
+// returned last may point into buf: it is no longer valid, so buf can be
+// reused.
+func (s *cpuStream) loadChunk() bool {
+	if s.chunks == 0 {
+		return false
+	}
+	if err := s.readAt(s.hdr[:], s.off, "chunk header"); err != nil {
+		s.err = err
+		return false
+	}
+	csize, usize := s.order.Uint32(s.hdr[:]), s.order.Uint32(s.hdr[4:])
+	if usize == 0 || usize%uint32(s.pageSize) != 0 {
+		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: uncompressed size %d is not a whole number of %d-byte pages", s.cpu, s.off, usize, s.pageSize)
+		return false
+	}
+	if int64(csize) > s.fileSize-s.off-8 {
+		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: %d compressed bytes run past the end of the file (%d bytes): %w", s.cpu, s.off, csize, s.fileSize, ErrTruncated)
+		return false
+	}
+	if cap(s.it.zbuf) < int(csize) {
+		s.it.zbuf = make([]byte, csize)
+	}
+	z := s.it.zbuf[:csize]
+	if err := s.readAt(z, s.off+8, "chunk"); err != nil {
+		s.err = err
+		return false
+	}
+	out, err := decompress(s.buf, z, int(usize))
+	if err != nil {
+		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: %w", s.cpu, s.off, err)
+		return false
+	}
+	s.buf, s.bufOff, s.next = out, s.off, 0
+	s.off += 8 + int64(csize)
+	s.chunks--
+	return true
+}
+
+// readAt fills b from offset off.
+func (s *cpuStream) readAt(b []byte, off int64, what string) error {
+	n, err := s.r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = ErrTruncated
+	}
+	return fmt.Errorf("cpu %d: read %s at offset %#x (file size %d): %w", s.cpu, what, off, s.fileSize, err)
+}
