@@ -1,0 +1,412 @@
+package hist
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/eval"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+	"github.com/gtrace/gtrace/pkg/tracingmap"
+)
+
+// ErrNoEvent is wrapped by the error of an event name that a trace.dat
+// file holds no format for.
+var ErrNoEvent = errors.New("no such event in the trace.dat file")
+
+// FileOptions are the parts of a hist over a trace.dat file that are not
+// in its spec.
+type FileOptions struct {
+	// Workers is how many goroutines read CPU streams at once; 0 means
+	// GOMAXPROCS. With 1 the records are read in one goroutine, in the
+	// order of the file's merged timeline.
+	Workers int
+}
+
+// checkEvery is how many records a worker reads between looks at the
+// context and at the other workers.
+const checkEvery = 4096
+
+// FileFormat returns the format, stored in f, of the event name: "SYS:EVENT",
+// or "EVENT" if only one system has an event of that name.
+func FileFormat(f *tracedat.File, name string) (*parse.Format, error) {
+	sys, ev, qualified := strings.Cut(name, ":")
+	if !qualified {
+		sys, ev = "", name
+	}
+	var found []*parse.Format
+	var names []string          // what name is compared with, for the hint
+	full := map[string]string{} // names -> SYS:EVENT
+	for _, e := range f.Events {
+		fm := e.Format
+		n := fm.Name
+		if qualified {
+			n = fm.FullName()
+		}
+		names = append(names, n)
+		full[n] = fm.FullName()
+		if fm.Name == ev && (!qualified || fm.System == sys) {
+			found = append(found, fm)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		err := fmt.Errorf("event %q: %w", name, ErrNoEvent)
+		sort.Strings(names)
+		if s := parse.Nearest(name, names); s != "" {
+			err = fmt.Errorf("%w (did you mean %q?)", err, full[s])
+		}
+		return nil, err
+	}
+	names = names[:0]
+	for _, fm := range found {
+		names = append(names, fm.FullName())
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("event %q is ambiguous in the trace.dat file: %s", name, strings.Join(names, ", "))
+}
+
+// RunFile runs a hist over the records of one event of a trace.dat file,
+// with the format the file stores for it, and returns the same table that
+// the BPF program (or an Offline fed the same records) would have filled:
+// the same keys, string truncation, filter, sums and saved comms.
+//
+// The records of the file's top instance are read, one CPU at a time, by
+// up to o.Workers goroutines that share one tracingmap.Map. The pid of a
+// record is its common_pid, its comm the file's saved cmdline of that pid
+// ("<idle>" for pid 0, "<...>" when the file has none).
+//
+// While the table has room, the order of the events does not change the
+// result. When it is full, which new keys are dropped depends on the
+// order: RunFile then counts the events in the order of the file's merged
+// timeline (by timestamp, ties to the lower CPU, as trace-cmd report lists
+// them), as one CPU would have seen them. A parallel pass that finds the
+// table full stops and the records are read again in that order.
+//
+// Table.Lost is the number of events, of any event type, that the ring
+// buffer lost while the file was recorded, as far as the file says.
+//
+// Errors about the spec are *parse.Error on spec.Src. If the records of a
+// CPU are damaged, RunFile returns the table of the records it could read
+// together with an error naming the damage.
+func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event string, o FileOptions) (*Table, error) {
+	if f.BigEndian {
+		return nil, errors.New("read records of a big-endian trace.dat file: not supported")
+	}
+	fm, err := FileFormat(f, event)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newFileRun(spec, fm, f.Cmdlines)
+	if err != nil {
+		return nil, err
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var cpus []int
+	for _, cd := range f.CPUs {
+		if cd.Size > 0 {
+			cpus = append(cpus, cd.CPU)
+		}
+	}
+	if workers > 1 && len(cpus) > 1 {
+		m, lost, full, err := r.parallel(ctx, f, cpus, min(workers, len(cpus)))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !full {
+			return r.table(m, lost), err
+		}
+	}
+	m, lost, err := r.sequential(ctx, f)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return r.table(m, lost), err
+}
+
+// fileRun is a hist resolved against one event of a trace.dat file.
+type fileRun struct {
+	c        *Compiled
+	id       uint16
+	filter   *parse.BoundFilter
+	keys     []fileKey
+	vals     []*parse.Field
+	keySize  int
+	needComm bool // the comm of each record is looked up
+	saveComm bool // .execname: entries keep the comm they were created with
+	cmdlines map[int]string
+}
+
+// fileKey is one key slot of the BPF layout and how to fill it.
+type fileKey struct {
+	src   bpfgen.Source
+	field *parse.Field
+	key   *Key
+	str   bool
+	off   int
+	size  int
+	max   int // strings: the longest text the slot holds
+}
+
+func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string) (*fileRun, error) {
+	p, err := NewPlan(spec, fm)
+	if err != nil {
+		return nil, err
+	}
+	r := &fileRun{id: uint16(fm.ID), cmdlines: cmdlines}
+	if spec.Filter != nil {
+		if r.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, fm); err != nil {
+			return nil, spec.Locate(err)
+		}
+		r.needComm = true
+	}
+	// The layout of the BPF map: key bytes are built exactly as the
+	// program builds them, and entries decoded as the live path does.
+	if r.c, err = Compile(p, fm, LiveOptions{}); err != nil {
+		return nil, err
+	}
+	l := r.c.Layout
+	r.keySize = l.KeySize
+	for i, s := range l.Keys {
+		k := fileKey{src: s.Src, field: s.Field, key: &p.Keys[i], off: s.Off, size: s.Size, max: s.Size - 1}
+		switch {
+		case s.Src == bpfgen.SrcComm:
+			k.str = true
+			r.needComm = true
+		case s.Src == bpfgen.SrcField && s.Field.Class.IsString():
+			k.str = true
+			if s.Field.Class == parse.ClassString {
+				k.max = min(k.max, s.Field.Size)
+			}
+		}
+		r.keys = append(r.keys, k)
+	}
+	for _, v := range l.Vals {
+		r.vals = append(r.vals, v.Field)
+	}
+	if l.CommOff >= 0 {
+		r.needComm, r.saveComm = true, true
+	}
+	return r, nil
+}
+
+// parallel counts the records with one goroutine per CPU stream, workers
+// at a time. It stops early when a new key finds the table full, with
+// full set, or when ctx is done.
+func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, workers int) (m *tracingmap.Map, lost uint64, full bool, err error) {
+	m = tracingmap.New(r.keySize, len(r.vals), r.c.Plan.Size)
+	var (
+		next   atomic.Int64
+		stop   atomic.Bool
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		errs   []error
+		losses atomic.Uint64
+	)
+	for range workers {
+		wg.Go(func() {
+			w := r.newWorker(m)
+			defer func() {
+				w.flush()
+				losses.Add(w.lost)
+			}()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cpus) {
+					return
+				}
+				it := f.Records(cpus[i])
+				for n := 1; it.Next(); n++ {
+					rec := it.Record()
+					if !w.add(&rec) {
+						stop.Store(true)
+						return
+					}
+					if n%checkEvery == 0 && (stop.Load() || ctx.Err() != nil) {
+						stop.Store(true)
+						return
+					}
+				}
+				if err := it.Err(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return m, losses.Load(), stop.Load(), readErr(errors.Join(errs...))
+}
+
+// sequential counts the records in the order of the merged timeline.
+func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*tracingmap.Map, uint64, error) {
+	m := tracingmap.New(r.keySize, len(r.vals), r.c.Plan.Size)
+	w := r.newWorker(m)
+	it := f.Records()
+	for n := 1; it.Next(); n++ {
+		rec := it.Record()
+		w.add(&rec)
+		if n%checkEvery == 0 && ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+	}
+	w.flush()
+	return m, w.lost, readErr(it.Err())
+}
+
+func readErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	return nil
+}
+
+// table turns the map into a Table, decoding entries as the live path
+// decodes the BPF map's.
+func (r *fileRun) table(m *tracingmap.Map, lost uint64) *Table {
+	l := r.c.Layout
+	t := &Table{Plan: r.c.Plan, Dropped: m.Drops(), Lost: lost}
+	val := make([]byte, l.ValueSize)
+	for _, e := range m.Entries() {
+		binary.LittleEndian.PutUint64(val, e.Sums[0])
+		for i, v := range l.Vals {
+			binary.LittleEndian.PutUint64(val[v.Off:], e.Sums[1+i])
+		}
+		if l.CommOff >= 0 {
+			comm := val[l.CommOff : l.CommOff+bpfgen.CommLen]
+			clear(comm)
+			copy(comm[:commLen], e.Comm)
+		}
+		t.Entries = append(t.Entries, r.c.decode(e.Key, val))
+	}
+	return t
+}
+
+// fileWorker counts records into a map; one per goroutine. It keeps the
+// sums of the elements it updates in an array of its own, indexed by
+// element, and adds them to the map's elements in flush: an atomic add per
+// event would cost as much again as finding the element, and far more when
+// the workers of two CPUs update the same element.
+type fileWorker struct {
+	r      *fileRun
+	m      *tracingmap.Map
+	key    []byte
+	sums   []uint64          // nSums per element of the map
+	elts   []*tracingmap.Elt // the elements with sums in sums
+	pid    int32             // pid of comm, the last one looked up
+	comm   string
+	looked bool   // pid and comm are set
+	lost   uint64 // events the ring buffer lost, from the records' Missed
+}
+
+func (r *fileRun) newWorker(m *tracingmap.Map) *fileWorker {
+	return &fileWorker{r: r, m: m, key: make([]byte, r.keySize), sums: make([]uint64, m.Cap()*(1+len(r.vals)))}
+}
+
+// flush adds the worker's sums to the map's elements.
+func (w *fileWorker) flush() {
+	ns := 1 + len(w.r.vals)
+	for _, e := range w.elts {
+		sums := w.sums[e.Index()*ns:][:ns]
+		for i, v := range sums {
+			e.Add(i, v)
+		}
+		clear(sums)
+	}
+	w.elts = w.elts[:0]
+}
+
+// add counts one record if it is of the event and passes the filter. It
+// returns false if its key was new and the table full.
+func (w *fileWorker) add(rec *tracedat.Record) bool {
+	if rec.Missed > 0 {
+		w.lost += uint64(rec.Missed)
+	}
+	d := rec.Data
+	r := w.r
+	if len(d) < 2 || binary.LittleEndian.Uint16(d) != r.id {
+		return true
+	}
+	pid := int32(-1)
+	if len(d) >= 8 {
+		pid = int32(binary.LittleEndian.Uint32(d[4:]))
+	}
+	var comm string
+	if r.needComm {
+		comm = w.commOf(pid)
+	}
+	if r.filter != nil && !eval.Match(r.filter, d, eval.Context{PID: -1, CPU: rec.CPU, Comm: comm}) {
+		return true
+	}
+	key := w.key
+	for i := range r.keys {
+		k := &r.keys[i]
+		var v uint64
+		switch {
+		case k.str:
+			slot := key[k.off : k.off+k.size]
+			clear(slot)
+			if k.src == bpfgen.SrcComm {
+				copy(slot[:k.max], comm)
+			} else {
+				copy(slot[:k.max], k.field.Bytes(d))
+			}
+			continue
+		case k.src == bpfgen.SrcPID:
+			v = uint64(int64(pid))
+		case k.src == bpfgen.SrcCPU:
+			v = uint64(rec.CPU)
+		default:
+			v = k.field.Value(d)
+		}
+		binary.LittleEndian.PutUint64(key[k.off:], bucket(k.key, v))
+	}
+	var e *tracingmap.Elt
+	if r.saveComm {
+		e = w.m.InsertComm(key, comm)
+	} else {
+		e = w.m.Insert(key)
+	}
+	if e == nil {
+		return false
+	}
+	sums := w.sums[e.Index()*(1+len(r.vals)):]
+	if sums[0] == 0 {
+		w.elts = append(w.elts, e)
+	}
+	sums[0]++
+	for i, f := range r.vals {
+		sums[1+i] += f.Value(d)
+	}
+	return true
+}
+
+// commOf is the task name of pid as trace-cmd names it.
+func (w *fileWorker) commOf(pid int32) string {
+	if !w.looked || pid != w.pid {
+		w.pid, w.looked = pid, true
+		switch c, ok := w.r.cmdlines[int(pid)]; {
+		case pid == 0:
+			w.comm = "<idle>"
+		case ok:
+			w.comm = c
+		default:
+			w.comm = "<...>"
+		}
+	}
+	return w.comm
+}

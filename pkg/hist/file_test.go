@@ -1,0 +1,399 @@
+package hist
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/pkg/eval"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// Formats of the test files, as tracefs prints them.
+const (
+	sysEnterFormat = `name: sys_enter
+ID: 21
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:long id;	offset:8;	size:8;	signed:1;
+	field:unsigned long args[6];	offset:16;	size:48;	signed:0;
+
+print fmt: "NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)", REC->id, REC->args[0], REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]
+`
+	switchFormat = `name: sched_switch
+ID: 372
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t prev_pid;	offset:24;	size:4;	signed:1;
+	field:int prev_prio;	offset:28;	size:4;	signed:1;
+	field:long prev_state;	offset:32;	size:8;	signed:1;
+	field:char next_comm[16];	offset:40;	size:16;	signed:0;
+	field:pid_t next_pid;	offset:56;	size:4;	signed:1;
+	field:int next_prio;	offset:60;	size:4;	signed:1;
+
+print fmt: "prev_comm=%s prev_pid=%d next_comm=%s next_pid=%d", REC->prev_comm, REC->prev_pid, REC->next_comm, REC->next_pid
+`
+	execFormat = `name: sched_process_exec
+ID: 365
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:__data_loc char[] filename;	offset:8;	size:4;	signed:0;
+	field:pid_t pid;	offset:12;	size:4;	signed:1;
+	field:pid_t old_pid;	offset:16;	size:4;	signed:1;
+
+print fmt: "filename=%s pid=%d old_pid=%d", __get_str(filename), REC->pid, REC->old_pid
+`
+	// fooSwitchFormat is an event of another system with the name
+	// sched_switch, to make the bare name ambiguous.
+	fooSwitchFormat = `name: sched_switch
+ID: 900
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+print fmt: "x"
+`
+	headerPage = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n" +
+		"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n" +
+		"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n" +
+		"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n"
+	headerEvent = "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n" +
+		"\tpadding     : type == 29\n\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n"
+)
+
+// testCmdlines are the saved cmdlines of the test files: pids 100 to 107
+// have names (one longer than a task name may be), others do not.
+var testCmdlines = map[int]string{
+	100: "bash", 101: "sshd", 102: "a-very-long-task-name", 103: "make",
+	104: "cc1", 105: "ld", 106: "git", 107: "go",
+}
+
+// fileRec is one record of a test file.
+type fileRec struct {
+	cpu  int
+	ts   uint64
+	data []byte
+	lost uint64 // events lost on the CPU just before this record
+}
+
+// writeFile writes a trace.dat file of cpus CPUs holding recs and opens it.
+func writeFile(tb testing.TB, cpus int, recs []fileRec) *tracedat.File {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "trace.dat")
+	w, err := tracedat.Create(path, tracedat.Meta{
+		PageSize:    4096,
+		HeaderPage:  headerPage,
+		HeaderEvent: headerEvent,
+		Formats: []tracedat.FormatText{
+			{System: "raw_syscalls", Text: sysEnterFormat},
+			{System: "sched", Text: switchFormat},
+			{System: "sched", Text: execFormat},
+			{System: "foo", Text: fooSwitchFormat},
+		},
+		Cmdlines: testCmdlines,
+		Uname:    "Linux test 6.18.0 x86_64",
+		Version:  "gtrace test",
+		CPUs:     cpus,
+	}, tracedat.WriteOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Abort()
+	for _, r := range recs {
+		pw := w.CPU(r.cpu)
+		pw.Lost(r.lost)
+		if err := pw.Add(r.ts, r.data); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := tracedat.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
+func header(typ uint16, pid int32, size int) []byte {
+	b := make([]byte, size)
+	binary.LittleEndian.PutUint16(b, typ)
+	binary.LittleEndian.PutUint32(b[4:], uint32(pid))
+	return b
+}
+
+func sysEnter(pid int32, id int64) []byte {
+	b := header(21, pid, 64)
+	binary.LittleEndian.PutUint64(b[8:], uint64(id))
+	return b
+}
+
+func schedSwitch(pid int32, prevComm string, prevPID, prevPrio int32, nextComm string, nextPID, nextPrio int32) []byte {
+	b := header(372, pid, 64)
+	copy(b[8:24], prevComm)
+	binary.LittleEndian.PutUint32(b[24:], uint32(prevPID))
+	binary.LittleEndian.PutUint32(b[28:], uint32(prevPrio))
+	copy(b[40:56], nextComm)
+	binary.LittleEndian.PutUint32(b[56:], uint32(nextPID))
+	binary.LittleEndian.PutUint32(b[60:], uint32(nextPrio))
+	return b
+}
+
+func exec(pid int32, filename string) []byte {
+	n := len(filename) + 1
+	b := header(365, pid, (20+n+3)&^3)
+	binary.LittleEndian.PutUint32(b[8:], uint32(n)<<16|20)
+	binary.LittleEndian.PutUint32(b[12:], uint32(pid))
+	copy(b[20:], filename)
+	return b
+}
+
+// randomRecs makes n records per CPU, interleaved in time, from mk.
+func randomRecs(cpus, n int, seed uint64, mk func(r *rand.Rand, cpu int) []byte) []fileRec {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var recs []fileRec
+	for cpu := range cpus {
+		ts := uint64(1000)
+		for range n {
+			ts += 1 + r.Uint64N(50)
+			recs = append(recs, fileRec{cpu: cpu, ts: ts, data: mk(r, cpu)})
+		}
+	}
+	return recs
+}
+
+// testComm names pid as trace-cmd does.
+func testComm(pid int32) string {
+	if pid == 0 {
+		return "<idle>"
+	}
+	if c, ok := testCmdlines[int(pid)]; ok {
+		return c
+	}
+	return "<...>"
+}
+
+// offlineTable is the oracle: Offline fed the event's records in the
+// file's merged order.
+func offlineTable(t *testing.T, spec *parse.HistSpec, f *tracedat.File, event string) *Table {
+	t.Helper()
+	fm, err := FileFormat(f, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := NewOffline(spec, fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := f.Records()
+	for it.Next() {
+		rec := it.Record()
+		if binary.LittleEndian.Uint16(rec.Data) != uint16(fm.ID) {
+			continue
+		}
+		pid := int32(binary.LittleEndian.Uint32(rec.Data[4:]))
+		off.Add(rec.Data, eval.Context{PID: -1, CPU: rec.CPU, Comm: testComm(pid)})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return off.Table()
+}
+
+func histText(t *testing.T, spec *parse.HistSpec, tab *Table) string {
+	t.Helper()
+	tab.Sort()
+	var b bytes.Buffer
+	if err := WriteText(&b, []*Table{tab}, []string{spec.String() + " [active]"}, testResolver); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestRunFile compares RunFile with the Offline interpreter over the same
+// records, for every worker count.
+func TestRunFile(t *testing.T) {
+	comms := []string{"bash", "sshd", "swapper/0", "kworker/0:1", "a-sixteen-chars!"}
+	pids := []int32{0, 100, 101, 102, 103, 104, 105, 106, 107, 4242, -5}
+	longName := "/usr/lib/" + strings.Repeat("x", 300)
+	switchRecs := randomRecs(4, 3000, 1, func(r *rand.Rand, cpu int) []byte {
+		return schedSwitch(pids[r.IntN(len(pids))], comms[r.IntN(len(comms))], int32(r.IntN(40)), int32(r.IntN(140)),
+			comms[r.IntN(len(comms))], int32(r.IntN(40)), int32(r.IntN(140)-20))
+	})
+	sysRecs := randomRecs(4, 5000, 2, func(r *rand.Rand, cpu int) []byte {
+		// Mostly the CPU's own tasks, as on a real system.
+		pid := pids[cpu*2+r.IntN(3)]
+		if r.IntN(10) == 0 {
+			pid = pids[r.IntN(len(pids))]
+		}
+		return sysEnter(pid, int64(r.IntN(60))-2)
+	})
+	mixed := append(append([]fileRec(nil), switchRecs...), sysRecs...)
+	execRecs := randomRecs(2, 500, 3, func(r *rand.Rand, cpu int) []byte {
+		names := []string{"/bin/sh", "/usr/bin/make", "", longName, longName + "y"}
+		return exec(pids[r.IntN(len(pids))], names[r.IntN(len(names))])
+	})
+	for _, tc := range []struct {
+		name  string
+		cpus  int
+		recs  []fileRec
+		event string
+		hist  string
+	}{
+		{"pid_id", 4, sysRecs, "raw_syscalls:sys_enter", "keys=common_pid,id"},
+		{"execname_syscall", 4, mixed, "sys_enter", "keys=common_pid.execname,id.syscall:sort=common_pid,hitcount"},
+		{"filter_comm", 4, sysRecs, "sys_enter", `keys=id:vals=id if comm == "b*" || id < 3`},
+		{"comm_cpu_keys", 4, mixed, "sys_enter", "keys=comm,common_cpu"},
+		{"log2_buckets", 4, sysRecs, "sys_enter", "keys=id.log2,common_pid.buckets=3"},
+		{"hex_values", 4, sysRecs, "sys_enter", "keys=id.hex:vals=hitcount.percent,id:sort=id.descending"},
+		{"string_keys", 4, mixed, "sched:sched_switch", "keys=next_comm,prev_comm:vals=prev_prio,next_prio:sort=next_prio.descending"},
+		{"string_filter", 4, switchRecs, "sched:sched_switch", `keys=prev_pid,common_pid.execname:vals=next_prio if next_comm ~ "kworker*" && prev_prio < 100`},
+		{"data_loc_key", 2, execRecs, "sched_process_exec", "keys=filename,pid"},
+		{"one_cpu", 1, randomRecs(1, 2000, 4, func(r *rand.Rand, _ int) []byte { return sysEnter(pids[r.IntN(4)], int64(r.IntN(40))) }), "sys_enter", "keys=common_pid,id"},
+		{"full_table", 2, randomRecs(2, 3000, 5, func(r *rand.Rand, cpu int) []byte {
+			return sysEnter(int32(100+cpu), int64(r.IntN(200)))
+		}), "sys_enter", "keys=common_pid,id:size=128"},
+		{"full_table_execname", 4, sysRecs, "sys_enter", "keys=common_pid.execname,id:vals=id:size=128"},
+		{"no_records", 2, nil, "sys_enter", "keys=id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := parse.ParseHist("hist", tc.hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := writeFile(t, tc.cpus, tc.recs)
+			want := offlineTable(t, spec, f, tc.event)
+			if full := strings.Contains(tc.name, "full"); (want.Hits() == 0) != (tc.recs == nil) || (want.Dropped > 0) != full {
+				t.Fatalf("Offline: hits %d, dropped %d: the case does not test what it is named for", want.Hits(), want.Dropped)
+			}
+			wantText := histText(t, spec, want)
+			for _, workers := range []int{0, 1, 2, 4} {
+				got, err := RunFile(context.Background(), spec, f, tc.event, FileOptions{Workers: workers})
+				if err != nil {
+					t.Fatalf("RunFile(workers %d) = %v", workers, err)
+				}
+				if got.Dropped != want.Dropped || got.Hits() != want.Hits() {
+					t.Errorf("RunFile(workers %d): hits %d dropped %d, want %d %d", workers, got.Hits(), got.Dropped, want.Hits(), want.Dropped)
+				}
+				if gotText := histText(t, spec, got); gotText != wantText {
+					t.Errorf("RunFile(workers %d) and Offline differ\nRunFile:\n%s\nOffline:\n%s", workers, gotText, wantText)
+				}
+			}
+		})
+	}
+}
+
+// TestRunFileFullOrder checks the order RunFile counts a full table in:
+// the merged timeline, not one CPU after the other. CPU 1's keys come
+// first in time, so they are the ones kept.
+func TestRunFileFullOrder(t *testing.T) {
+	var recs []fileRec
+	for i := range 200 {
+		recs = append(recs, fileRec{cpu: 1, ts: uint64(100 + i), data: sysEnter(101, int64(i))})
+	}
+	for i := range 200 {
+		recs = append(recs, fileRec{cpu: 0, ts: uint64(1000 + i), data: sysEnter(100, int64(i))})
+	}
+	f := writeFile(t, 2, recs)
+	spec, err := parse.ParseHist("hist", "keys=common_pid,id:size=128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := RunFile(context.Background(), spec, f, "sys_enter", FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 128 || got.Dropped != 400-128 {
+		t.Fatalf("RunFile: %d entries, %d dropped, want 128, 272", len(got.Entries), got.Dropped)
+	}
+	for _, e := range got.Entries {
+		if e.Keys[0].Num != 101 || e.Keys[1].Num >= 128 {
+			t.Fatalf("RunFile kept key {%d, %d}, want only CPU 1's first 128 keys", int64(e.Keys[0].Num), e.Keys[1].Num)
+		}
+	}
+}
+
+// TestRunFileLost counts the events the ring buffer lost.
+func TestRunFileLost(t *testing.T) {
+	f := writeFile(t, 2, []fileRec{
+		{cpu: 0, ts: 10, data: sysEnter(100, 1)},
+		{cpu: 0, ts: 20, data: sysEnter(100, 1), lost: 5},
+		{cpu: 1, ts: 15, data: schedSwitch(0, "a", 1, 2, "b", 3, 4), lost: 7},
+	})
+	spec, err := parse.ParseHist("hist", "keys=id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 2} {
+		got, err := RunFile(context.Background(), spec, f, "sys_enter", FileOptions{Workers: workers})
+		if err != nil || got.Lost != 12 || got.Hits() != 2 {
+			t.Errorf("RunFile(workers %d) = lost %d, hits %d, %v; want 12, 2, nil", workers, got.Lost, got.Hits(), err)
+		}
+	}
+}
+
+func TestRunFileErrors(t *testing.T) {
+	f := writeFile(t, 1, []fileRec{{cpu: 0, ts: 1, data: sysEnter(1, 1)}})
+	run := func(event, hist string) error {
+		spec, err := parse.ParseHist("hist", hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = RunFile(context.Background(), spec, f, event, FileOptions{})
+		return err
+	}
+	var pe *parse.Error
+	if err := run("sys_enter", "keys=id if nosuch == 1"); !errors.As(err, &pe) || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("RunFile with an unknown filter field = %v, want a *parse.Error naming it", err)
+	}
+	if err := run("sys_enter", "keys=nosuch"); !errors.As(err, &pe) {
+		t.Errorf("RunFile with an unknown key = %v, want a *parse.Error", err)
+	}
+	if err := run("sys_entr", "keys=id"); !errors.Is(err, ErrNoEvent) || !strings.Contains(err.Error(), `did you mean "raw_syscalls:sys_enter"`) {
+		t.Errorf("RunFile of a misspelt event = %v, want ErrNoEvent and a hint", err)
+	}
+	if err := run("sched:sys_enter", "keys=id"); !errors.Is(err, ErrNoEvent) {
+		t.Errorf("RunFile of an event of the wrong system = %v, want ErrNoEvent", err)
+	}
+	if err := run("sched_switch", "keys=common_pid"); err == nil || !strings.Contains(err.Error(), "foo:sched_switch, sched:sched_switch") {
+		t.Errorf("RunFile of an ambiguous name = %v, want both events named", err)
+	}
+}
+
+func TestRunFileCanceled(t *testing.T) {
+	f := writeFile(t, 2, randomRecs(2, 20000, 6, func(r *rand.Rand, cpu int) []byte { return sysEnter(100, int64(r.IntN(10))) }))
+	spec, err := parse.ParseHist("hist", "keys=id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, workers := range []int{1, 2} {
+		if got, err := RunFile(ctx, spec, f, "sys_enter", FileOptions{Workers: workers}); !errors.Is(err, context.Canceled) || got != nil {
+			t.Errorf("RunFile(workers %d) with a canceled context = %v, %v; want nil, context.Canceled", workers, got, err)
+		}
+	}
+}
