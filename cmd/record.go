@@ -1,0 +1,282 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gtrace/gtrace/pkg/launch"
+	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/record"
+)
+
+type recordOptions struct {
+	Events      []record.EventSpec // each -e with the -f that follows it
+	Output      string
+	BufferKB    int
+	PIDs        []int
+	Clock       string
+	Duration    time.Duration
+	Compression string
+	FileVersion int
+	DryRun      bool
+	Command     []string
+}
+
+var (
+	recordCompressions = []string{"none", "zstd"}
+	recordClocks       = []string{"mono", "boot", "tai"}
+)
+
+func newRecordCmd(d *Deps, runF func(*recordOptions) error) *cobra.Command {
+	o := &recordOptions{}
+	c := &cobra.Command{
+		Use:   "record -e EVENT [-f FILTER] [-e EVENT [-f FILTER]]... [-o FILE] [-- CMD ARGS...]",
+		Short: "Record events into a trace.dat file, like trace-cmd record, in BPF",
+		Long: `Record the raw records of trace events into a trace.dat file that trace-cmd
+report, KernelShark and gtrace report read, as trace-cmd record does. The
+events are copied by BPF programs into a ring buffer per CPU, so the kernel's
+own ring buffer stays free for other tools, and filters run in BPF.
+
+-e takes SYS:EVENT, SYS:* or *:* (shell globs), a bare EVENT, or a whole
+SYS. -f FILTER applies to the -e right before it, and to every event that
+-e names. The filter language is the kernel's (== != < <= > >= & ~ on
+fields, && || ! and parentheses).
+
+Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
+or tai: BPF cannot read trace-cmd's default local clock. common_flags and
+common_preempt_count are 0 in every record: BPF programs cannot see them.
+
+Events the ring buffers had no room for are counted per CPU, marked in the
+file where they were lost (trace-cmd report prints CPU:N [N EVENTS
+DROPPED]) and summed up at exit. gtrace's own events are never recorded.
+While it records, gtrace runs at nice -10, so that a workload that keeps every
+CPU busy does not keep it from emptying the buffers.
+
+It records until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
+-- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
+attached, and gtrace exits with CMD's exit status. Events of all processes
+are recorded unless -P names some.`,
+		Example: `  # every system call entry and context switch, until Ctrl-C
+  gtrace record -e raw_syscalls:sys_enter -e sched:sched_switch
+  trace-cmd report -i trace.dat
+
+  # writes to fd 1 of one command, into out.dat
+  gtrace record -e syscalls:sys_enter_write -f 'fd == 1' -o out.dat -- ls -l
+
+  # all scheduler events for 5 seconds, zstd-compressed
+  gtrace record -e 'sched:*' --duration 5s --compression zstd
+
+  # show the plan and the generated BPF, load nothing
+  gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if at := c.ArgsLenAtDash(); at >= 0 {
+				o.Command = args[at:]
+				args = args[:at]
+			}
+			if len(args) > 0 {
+				return usagef("record takes no arguments, got %q (give events with -e, and put the command to trace after --)", args[0])
+			}
+			if len(o.Events) == 0 {
+				return usagef("record needs an event: -e SYS:EVENT (gtrace list shows them)")
+			}
+			if o.Output == "" {
+				return usagef("-o needs a file name")
+			}
+			if o.BufferKB <= 0 {
+				return usagef("invalid -b %d: want the KiB of buffer per CPU, > 0", o.BufferKB)
+			}
+			if !oneOf(o.Clock, recordClocks) {
+				return usagef("invalid -C %q: want one of %s (BPF cannot read trace-cmd's default clock, local)", o.Clock, strings.Join(recordClocks, ", "))
+			}
+			if !oneOf(o.Compression, recordCompressions) {
+				return usagef("invalid --compression %q: want one of %s", o.Compression, strings.Join(recordCompressions, ", "))
+			}
+			if o.FileVersion != 6 && o.FileVersion != 7 {
+				return usagef("invalid --file-version %d: want 6 or 7", o.FileVersion)
+			}
+			if o.FileVersion == 6 && o.Compression != "none" {
+				return usagef("--compression %s needs --file-version 7", o.Compression)
+			}
+			if o.Duration < 0 {
+				return usagef("--duration must be positive")
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRecord(c.Context(), d, o)
+		},
+	}
+	f := c.Flags()
+	f.VarP(&eventFlag{&o.Events}, "event", "e", "event to record: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
+	f.VarP(&filterFlag{&o.Events}, "filter", "f", "filter for the events of the -e just before")
+	f.StringVarP(&o.Output, "output", "o", "trace.dat", "file to write")
+	f.IntVarP(&o.BufferKB, "buffer-size", "b", record.DefaultBufferKB, "ring buffer per CPU in KiB, rounded up to a power of two (at least 64)")
+	f.IntSliceVarP(&o.PIDs, "pid", "P", nil, "only record events of these process ids")
+	f.StringVarP(&o.Clock, "clock", "C", "mono", "trace clock of the timestamps: "+strings.Join(recordClocks, ", "))
+	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 10s)")
+	f.StringVar(&o.Compression, "compression", "none", "compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
+	f.IntVar(&o.FileVersion, "file-version", 7, "trace.dat version: 6 or 7")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	return c
+}
+
+// eventFlag is -e: each use adds an event to the list, in command-line
+// order, so that -f knows which event it follows.
+type eventFlag struct{ list *[]record.EventSpec }
+
+func (f *eventFlag) Set(s string) error {
+	if s == "" {
+		return errors.New("empty event name")
+	}
+	*f.list = append(*f.list, record.EventSpec{Pattern: s})
+	return nil
+}
+
+func (f *eventFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	var names []string
+	for _, e := range *f.list {
+		names = append(names, e.Pattern)
+	}
+	return strings.Join(names, ",")
+}
+
+func (f *eventFlag) Type() string { return "EVENT" }
+
+// filterFlag is -f: it sets the filter of the -e before it.
+type filterFlag struct{ list *[]record.EventSpec }
+
+func (f *filterFlag) Set(s string) error {
+	if len(*f.list) == 0 {
+		return errors.New("a filter must follow the -e EVENT it filters")
+	}
+	last := &(*f.list)[len(*f.list)-1]
+	if last.Filter != "" {
+		return fmt.Errorf("-e %s already has a filter: join the two with && in one -f", last.Pattern)
+	}
+	last.Filter = s
+	return nil
+}
+
+func (f *filterFlag) String() string { return "" }
+
+func (f *filterFlag) Type() string { return "FILTER" }
+
+func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
+	fs, err := d.TraceFS()
+	if err != nil {
+		return err
+	}
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Clock: o.Clock})
+	if err != nil {
+		return err
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", w.Caret())
+	}
+	if o.DryRun {
+		return plan.Describe(d.Out)
+	}
+
+	out, err := record.Create(o.Output, fs, plan, record.FileOptions{
+		Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version,
+	})
+	if err != nil {
+		return err
+	}
+	var held *launch.Held
+	if len(o.Command) > 0 {
+		if held, err = launch.Start(o.Command, d.In, d.Out, d.Err); err != nil {
+			out.Abort()
+			return err
+		}
+	}
+	skip := func(ev *record.Event, err error) {
+		fmt.Fprintf(d.Err, "gtrace: warning: not recording %s: %v\n", ev.Format.FullName(), err)
+	}
+	sess, err := record.Start(plan, out, record.StartOptions{Status: terminal(d.Err), Skip: skip})
+	if err != nil {
+		if held != nil {
+			held.Kill()
+		}
+		if probe.VerifierTail(err, 1) != "" {
+			var b strings.Builder
+			_ = plan.Describe(&b)
+			return &listingError{err: err, listing: b.String()}
+		}
+		return err
+	}
+	var done <-chan int
+	if held != nil {
+		done = held.Done()
+		if err := held.Release(); err != nil {
+			_, _ = sess.Stop()
+			return err
+		}
+	}
+	var timeout <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	status := 0
+	select {
+	case <-ctx.Done():
+		if held != nil {
+			// The command got the terminal's signal too; wait for it to end.
+			held.Signal(os.Interrupt)
+			status = <-done
+		}
+	case <-timeout:
+	case status = <-done:
+	case <-sess.Failed():
+	}
+	st, err := sess.Stop()
+	if st != nil {
+		printRecordStats(d.Err, o.Output, st, err == nil)
+	}
+	if err != nil {
+		return err
+	}
+	if held != nil && status != 0 {
+		return &exitStatus{code: status}
+	}
+	return nil
+}
+
+// printRecordStats prints, per CPU, the events written and lost, then the
+// totals.
+func printRecordStats(w io.Writer, path string, st *record.Stats, written bool) {
+	for _, c := range st.CPUs {
+		fmt.Fprintf(w, "CPU %d: %d events, %d lost\n", c.CPU, c.Events, c.Lost)
+	}
+	if st.Missed > 0 {
+		fmt.Fprintf(w, "%d events were missed: another BPF program was running on their CPU\n", st.Missed)
+	}
+	if written {
+		fmt.Fprintf(w, "%s: %d events (%.1f MB of records), %d lost\n", path, st.Events(), float64(st.Bytes())/1e6, st.Lost())
+	}
+}
+
+// terminal returns w if it is a terminal, for the status line, else nil.
+func terminal(w io.Writer) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return w
+}

@@ -1,0 +1,188 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// recordLive runs gtrace record with args on the real tracefs and returns
+// its stderr and exit status: 0, the traced command's status, or 1 for
+// another error, which is then in stderr.
+func recordLive(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb syncBuffer
+	err := execRecord(&Deps{Out: &out, Err: &errb, In: os.Stdin, TraceFS: tracefs.Open}, args...)
+	var st *exitStatus
+	switch {
+	case err == nil:
+		return errb.String(), 0
+	case errors.As(err, &st):
+		return errb.String(), st.code
+	}
+	return errb.String() + err.Error(), 1
+}
+
+// traceCmdReport runs trace-cmd report on file and returns its stdout;
+// it fails the test if trace-cmd writes anything to stderr.
+func traceCmdReport(t *testing.T, file string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("trace-cmd"); err != nil {
+		t.Skip("trace-cmd is not installed: the recording cannot be checked against it")
+	}
+	c := exec.Command("trace-cmd", append([]string{"report", "-i", file}, args...)...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil || errb.Len() > 0 {
+		t.Fatalf("trace-cmd report: %v, stderr:\n%s", err, errb.String())
+	}
+	return out.String()
+}
+
+// TestPrivilegedRecordGetppid records system calls and context switches
+// while a helper makes exactly n getppid calls, then reads the file with
+// trace-cmd: every call is there once, under the helper's name, with
+// timestamps of the mono clock.
+func TestPrivilegedRecordGetppid(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 4321
+	file := filepath.Join(t.TempDir(), "trace.dat")
+	args := append([]string{"-e", "raw_syscalls:sys_enter", "-e", "raw_syscalls:sys_exit", "-e", "sched:sched_switch", "-o", file},
+		workload(t, fmt.Sprintf("getppid-sleep %d 50", n))...)
+	errOut, code := recordLive(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^CPU 0: \d+ events, 0 lost$`).MatchString(errOut) ||
+		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(file)+`: \d+ events \([\d.]+ MB of records\), 0 lost$`).MatchString(errOut) {
+		t.Errorf("summary on stderr:\n%s", errOut)
+	}
+	report := traceCmdReport(t, file)
+	comm := commOf(t)
+	enter := regexp.MustCompile(`(?m)^ *` + regexp.QuoteMeta(comm) + `-(\d+) +\[(\d+)\] +(\d+\.\d+): sys_enter: +NR 110 \(`)
+	got := enter.FindAllStringSubmatch(report, -1)
+	if len(got) != n {
+		t.Fatalf("%d sys_enter NR 110 lines of %s, want %d; report starts:\n%s", len(got), comm, n, report[:min(len(report), 2000)])
+	}
+	exits := regexp.MustCompile(`(?m)^ *`+regexp.QuoteMeta(comm)+`-\d+ +\[\d+\] +\d+\.\d+: sys_exit: +NR 110 = \d+$`).FindAllString(report, -1)
+	if len(exits) != n {
+		t.Errorf("%d sys_exit NR 110 lines, want %d", len(exits), n)
+	}
+	if !regexp.MustCompile(`(?m)sched_switch: +\S+:\d+ \[\d+\] \S+ ==> `).MatchString(report) {
+		t.Error("no sched_switch records")
+	}
+	if strings.Contains(report, "EVENTS DROPPED") {
+		t.Error("events were dropped")
+	}
+	// mono timestamps are seconds since boot (less any suspend): close
+	// to /proc/uptime, and in order on each CPU.
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uptime, _ := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	last := map[string]float64{}
+	for _, m := range got {
+		ts, _ := strconv.ParseFloat(m[3], 64)
+		if ts < last[m[2]] {
+			t.Fatalf("CPU %s: time goes back from %f to %f", m[2], last[m[2]], ts)
+		}
+		last[m[2]] = ts
+		if ts > uptime || ts < uptime-60 {
+			t.Fatalf("timestamp %f is not near the uptime %f", ts, uptime)
+		}
+	}
+}
+
+// TestPrivilegedRecordLost records into rings of one page: the events that
+// do not fit are counted on stderr and in the file's CPU stats, and marked
+// in the pages (trace-cmd report prints those followed by a record).
+func TestPrivilegedRecordLost(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	file := filepath.Join(t.TempDir(), "lost.dat")
+	args := append([]string{"-e", "raw_syscalls:sys_enter", "-b", "4", "-o", file}, workload(t, "getppid 200000")...)
+	errOut, code := recordLive(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	m := regexp.MustCompile(`(?m)^.*: \d+ events \([\d.]+ MB of records\), (\d+) lost$`).FindStringSubmatch(errOut)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("no events lost with 4 KiB rings; stderr:\n%s", errOut)
+	}
+	lost, _ := strconv.Atoi(m[1])
+	sum := func(re, text string) int {
+		n := 0
+		for _, d := range regexp.MustCompile(re).FindAllStringSubmatch(text, -1) {
+			v, _ := strconv.Atoi(d[1])
+			n += v
+		}
+		return n
+	}
+	if stats := sum(`(?m)^dropped events: (\d+)$`, traceCmdReport(t, file, "--stat")); stats != lost {
+		t.Errorf("CPU stats count %d dropped events, gtrace %d", stats, lost)
+	}
+	// The events lost after a CPU's last record are in the file, but
+	// trace-cmd prints none of them.
+	if marked := sum(`CPU:\d+ \[(\d+) EVENTS DROPPED\]`, traceCmdReport(t, file)); marked == 0 || marked > lost {
+		t.Errorf("trace-cmd report shows %d dropped events, gtrace counted %d", marked, lost)
+	}
+}
+
+// TestPrivilegedRecordFilterDynamic records, as file version 6, the
+// getppid calls of a helper with a filter, and the execs of commands run
+// meanwhile, whose file names are __data_loc strings.
+func TestPrivilegedRecordFilterDynamic(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	file := filepath.Join(t.TempDir(), "v6.dat")
+	args := append([]string{"-e", "raw_syscalls:sys_enter", "-f", "id == 110", "-e", "sched:sched_process_exec", "--file-version", "6", "-o", file},
+		workload(t, "getppid-sleep 77 500")...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				_ = exec.Command("/bin/true").Run()
+			}
+		}
+	}()
+	errOut, code := recordLive(t, args...)
+	close(stop)
+	<-done
+	if code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	report := traceCmdReport(t, file)
+	if n := strings.Count(report, "sys_enter:"); n != strings.Count(report, "NR 110 (") || n < 77 {
+		t.Errorf("%d sys_enter records, %d of getppid: want only getppid, at least 77", n, strings.Count(report, "NR 110 ("))
+	}
+	if !regexp.MustCompile(`(?m)^ +true-(\d+) +\[\d+\] +\d+\.\d+: sched_process_exec: +filename=/\S*bin/true pid=(\d+) old_pid=\d+$`).MatchString(report) {
+		t.Errorf("no sched_process_exec record of /bin/true in:\n%s", report[:min(len(report), 3000)])
+	}
+}
+
+// TestPrivilegedRecordExitStatusZstd passes the command's exit status on
+// and writes a zstd-compressed file that trace-cmd reads.
+func TestPrivilegedRecordExitStatusZstd(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	file := filepath.Join(t.TempDir(), "zstd.dat")
+	args := append([]string{"-e", "sched:*", "--compression", "zstd", "-o", file}, workload(t, "exit 3")...)
+	if errOut, code := recordLive(t, args...); code != 3 {
+		t.Fatalf("exit status %d, want the command's 3; stderr:\n%s", code, errOut)
+	}
+	traceCmdReport(t, file)
+}

@@ -1,0 +1,568 @@
+package bpfgen
+
+// The record generator: one tracepoint program per recorded event copies
+// the event's raw record, stamped with the time, into a batch of the CPU
+// it runs on, and hands full batches to that CPU's BPF ring buffer.
+//
+// Register contract of a record program:
+//
+//	R6      ctx, the raw record (kept for the whole program)
+//	R7      the timestamp; then the sample being filled
+//	R8      this CPU's batch
+//	R9      bpf_get_current_pid_tgid(), as EmitFilter expects it; the
+//	        record's length for events with dynamic fields
+//	R0..R5  clobbered by helper calls
+//
+// Stack: the u32 map key at keySlot; the filter's scratch area below it.
+//
+// A sample (little endian, 8-byte aligned):
+//
+//	0   u64 timestamp, from the helper of the recording's clock
+//	8   u32 length of the record that follows
+//	12  u32 zero
+//	16  the raw record: the event's fixed part, then its dynamic
+//	    (__data_loc, __rel_loc) payloads; padded to 8 bytes
+//
+// The record's first 8 bytes, its common fields, are not the kernel's:
+// when a BPF program runs on a classic tracepoint, the kernel has stored a
+// pt_regs pointer there (perf_trace_run_bpf_submit), and only fills in the
+// common fields afterwards, for perf. So the program writes them itself:
+// common_type is the format's ID, common_pid the current task's pid,
+// common_flags and common_preempt_count are 0 (BPF cannot see them).
+//
+// Batches: a BPF ring buffer takes a spin lock and an atomic exchange per
+// record, about 35 ns, as much as the rest of the program. So each CPU
+// fills a batch (a PERCPU_ARRAY value: a header and BatchData bytes of
+// samples back to back) and writes it to its ring with one
+// bpf_ringbuf_output, without waking the reader (BPF_RB_NO_WAKEUP): when
+// the next sample might not fit, or when the batch's first sample is more
+// than flushAge old, so that records reach the reader within about a
+// millisecond while events keep coming. A ring-buffer record is thus a
+// batch of samples. Batches on one CPU need no lock: the kernel runs no
+// two tracepoint programs on a CPU at once (bpf_prog_active). What a
+// batch holds when the programs are detached, user space reads from the
+// map. A batch that finds its ring full is lost, and its samples are
+// counted in lost[cpu].
+//
+// Batch header (BatchHeader bytes):
+//
+//	0   u32 bytes of samples in the batch (fill)
+//	4   u32 samples in the batch (count)
+//	8   u64 timestamp of the first sample
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// Names of the objects in a record collection.
+const (
+	RingsMapName = "rings"       // ARRAY_OF_MAPS: CPU -> that CPU's RINGBUF
+	LostMapName  = "lost"        // mmapable ARRAY: CPU -> u64 events lost
+	BatchMapName = "batch"       // PERCPU_ARRAY: the batch being filled
+	CommsMapName = "comms"       // LRU_HASH: pid -> comm, at every context switch
+	CommProgName = "gtrace_comm" // the program that fills comms, on sched:sched_switch
+)
+
+// SampleHeader is the size of a sample's header: timestamp and length.
+const SampleHeader = 16
+
+// Sizes of a batch: its header and its samples. A batch fits a 16 KiB map
+// value.
+const (
+	BatchHeader = 16
+	BatchData   = 16<<10 - BatchHeader
+)
+
+// flushAge is how old, in ns, a batch's first sample may get before the
+// next event on the CPU writes the batch to the ring.
+const flushAge = 1000000
+
+// maxDirectCopy is the longest fixed part copied with loads from ctx
+// rather than with bpf_probe_read_kernel.
+const maxDirectCopy = 256
+
+// rbNoWakeup is BPF_RB_NO_WAKEUP.
+const rbNoWakeup = 1
+
+// keySlot is the stack slot of u32 map keys.
+const keySlot = -4
+
+// Clock is the clock a record program stamps samples with, named after the
+// kernel's trace clock that reads the same time.
+type Clock int
+
+// Clocks that BPF programs can read.
+const (
+	ClockMono Clock = iota // mono: bpf_ktime_get_ns, CLOCK_MONOTONIC
+	ClockBoot              // boot: bpf_ktime_get_boot_ns, CLOCK_BOOTTIME
+	ClockTAI               // tai: bpf_ktime_get_tai_ns, CLOCK_TAI (Linux >= 6.1)
+)
+
+var clockNames = [...]string{"mono", "boot", "tai"}
+
+// String returns the kernel's trace clock name: mono, boot or tai.
+func (c Clock) String() string {
+	if c >= 0 && int(c) < len(clockNames) {
+		return clockNames[c]
+	}
+	return fmt.Sprintf("Clock(%d)", int(c))
+}
+
+// ParseClock returns the clock of a trace clock name.
+func ParseClock(name string) (Clock, error) {
+	for i, n := range clockNames {
+		if n == name {
+			return Clock(i), nil
+		}
+	}
+	return 0, fmt.Errorf("trace clock %q cannot be read from BPF: use mono, boot or tai", name)
+}
+
+func (c Clock) helper() asm.BuiltinFunc {
+	switch c {
+	case ClockBoot:
+		return asm.FnKtimeGetBootNs
+	case ClockTAI:
+		return asm.FnKtimeGetTaiNs
+	}
+	return asm.FnKtimeGetNs
+}
+
+// RecordEvent is one event to record.
+type RecordEvent struct {
+	Format *parse.Format
+	Filter *parse.BoundFilter // nil: every event is recorded
+}
+
+// RecordSpec describes the programs and maps of a recording.
+type RecordSpec struct {
+	Events      []RecordEvent
+	CPUs        int    // entries of the per-CPU maps: CPU ids run 0..CPUs-1
+	RingSize    int    // bytes of each CPU's ring buffer: a power of two, a multiple of the page size
+	MaxRecord   int    // longest record copied, in bytes; longer ones are cut
+	Clock       Clock  // what timestamps samples
+	CommEntries int    // pid -> comm entries kept; 0: no comm program
+	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
+	OnlyTGIDs   []uint32
+}
+
+// RecordProgName returns the name of the program of the i-th event.
+func RecordProgName(i int) string { return fmt.Sprintf("gtrace_rec%d", i) }
+
+// RecordLayout returns the bytes of an event's fixed part (the end of its
+// last field) and its dynamic fields, whose payloads follow.
+func RecordLayout(f *parse.Format) (fixed int, dynamic []*parse.Field) {
+	for i := range f.Fields {
+		fld := &f.Fields[i]
+		fixed = max(fixed, fld.Offset+fld.Size)
+		if fld.Class == parse.ClassDataLoc || fld.Class == parse.ClassRelLoc {
+			dynamic = append(dynamic, fld)
+		}
+	}
+	return fixed, dynamic
+}
+
+// Record builds the collection of a recording: a program per event, the
+// per-CPU batches and ring buffers (the rings' template: probe creates one
+// per CPU), the lost counters and, with CommEntries, the comm program and
+// its map.
+func Record(s *RecordSpec) (*Program, error) {
+	if s.CPUs <= 0 || s.RingSize <= 0 || s.RingSize&(s.RingSize-1) != 0 {
+		return nil, fmt.Errorf("record layout: %d CPUs and a ring of %d bytes (want a power of two)", s.CPUs, s.RingSize)
+	}
+	if s.MaxRecord < 8 || s.MaxRecord%8 != 0 {
+		return nil, fmt.Errorf("record layout: longest record %d bytes, want a multiple of 8", s.MaxRecord)
+	}
+	if len(s.Events) == 0 {
+		return nil, fmt.Errorf("record: no events")
+	}
+	coll := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			RingsMapName: {
+				Name:       RingsMapName,
+				Type:       ebpf.ArrayOfMaps,
+				KeySize:    4,
+				ValueSize:  4,
+				MaxEntries: uint32(s.CPUs),
+				InnerMap:   &ebpf.MapSpec{Name: "ring", Type: ebpf.RingBuf, MaxEntries: uint32(s.RingSize)},
+			},
+			LostMapName: {
+				Name:       LostMapName,
+				Type:       ebpf.Array,
+				KeySize:    4,
+				ValueSize:  8,
+				MaxEntries: uint32(s.CPUs),
+				Flags:      mapMmapable,
+			},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{},
+	}
+	if s.MaxRecord+SampleHeader > BatchData {
+		return nil, fmt.Errorf("record layout: longest record %d bytes, a batch holds %d", s.MaxRecord, BatchData-SampleHeader)
+	}
+	if s.RingSize < 2*(BatchHeader+BatchData) {
+		return nil, fmt.Errorf("record layout: a ring of %d bytes holds less than two batches of %d", s.RingSize, BatchHeader+BatchData)
+	}
+	coll.Maps[BatchMapName] = &ebpf.MapSpec{
+		Name:       BatchMapName,
+		Type:       ebpf.PerCPUArray,
+		KeySize:    4,
+		ValueSize:  BatchHeader + BatchData,
+		MaxEntries: 1,
+	}
+	for i, ev := range s.Events {
+		insns, err := recordProgram(s, ev)
+		if err != nil {
+			return nil, err
+		}
+		name := RecordProgName(i)
+		coll.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
+	}
+	if s.CommEntries > 0 {
+		coll.Maps[CommsMapName] = &ebpf.MapSpec{
+			Name:       CommsMapName,
+			Type:       ebpf.LRUHash,
+			KeySize:    4,
+			ValueSize:  CommLen,
+			MaxEntries: uint32(s.CommEntries),
+		}
+		coll.Programs[CommProgName] = &ebpf.ProgramSpec{Name: CommProgName, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
+	}
+	return &Program{Collection: coll}, nil
+}
+
+// mapMmapable is BPF_F_MMAPABLE: user space reads the lost counters from
+// memory, without a system call.
+const mapMmapable = 1 << 10
+
+// recordProgram generates the program of one event.
+func recordProgram(s *RecordSpec, ev RecordEvent) (asm.Instructions, error) {
+	f := ev.Format
+	fixed, dynamic := RecordLayout(f)
+	if fixed < 8 {
+		return nil, fmt.Errorf("event %s: format has no fields past the common ones' 8 bytes", f.FullName())
+	}
+	if fixed > s.MaxRecord {
+		return nil, fmt.Errorf("event %s: its fields take %d bytes, more than a record may (%d)", f.FullName(), fixed, s.MaxRecord)
+	}
+	if f.ID <= 0 || f.ID > 0xffff {
+		return nil, fmt.Errorf("event %s: format ID %d does not fit common_type", f.FullName(), f.ID)
+	}
+	b := &Builder{}
+	out := b.Label("out")
+
+	b.Comment("record %s: R6 = ctx; R9 = pid_tgid", f.FullName())
+	b.Emit(
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(asm.R9, asm.R0),
+	)
+	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
+	if ev.Filter != nil {
+		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + keySlot}); err != nil {
+			return nil, err
+		}
+	}
+	// The most a sample of this event takes.
+	most := SampleHeader + (fixed+7)&^7
+	if len(dynamic) > 0 {
+		most = SampleHeader + s.MaxRecord
+	}
+	emitBatch(b, s.Clock, BatchData-most, out)
+	if len(dynamic) == 0 {
+		emitFixed(b, f, fixed)
+	} else {
+		emitDynamic(b, s, f, fixed, dynamic)
+	}
+	b.Mark(out)
+	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return b.Instructions(), nil
+}
+
+// emitTGIDFilter jumps to out for the excluded process and, given a list,
+// for processes not in it. R9 holds pid_tgid. Clobbers R0.
+func emitTGIDFilter(b *Builder, exclude uint32, only []uint32, out string) {
+	if exclude == 0 && len(only) == 0 {
+		return
+	}
+	b.Comment("process filter")
+	b.Emit(asm.Mov.Reg(asm.R0, asm.R9), asm.RSh.Imm(asm.R0, 32))
+	if exclude != 0 {
+		b.Emit(asm.JEq.Imm(asm.R0, int32(exclude), out))
+	}
+	if len(only) > 0 {
+		ok := b.Label("pid_ok")
+		for _, p := range only {
+			b.Emit(asm.JEq.Imm(asm.R0, int32(p), ok))
+		}
+		b.Emit(asm.Ja.Label(out))
+		b.Mark(ok)
+	}
+}
+
+// emitCPUKey stores bpf_get_smp_processor_id() in the key slot. Clobbers
+// R0-R5.
+func emitCPUKey(b *Builder) {
+	b.Emit(
+		asm.FnGetSmpProcessorId.Call(),
+		asm.StoreMem(asm.R10, keySlot, asm.R0, asm.Word),
+	)
+}
+
+// emitBatch leaves this CPU's batch in R8, the timestamp in R7 and the
+// sample to fill in R7 at the end: first, if the batch has no room left
+// for a sample (fill > limit) or its first sample is older than flushAge,
+// it writes the batch to the ring, or counts its samples lost when the
+// ring is full, and empties it. Jumps to out if the batch cannot be had.
+func emitBatch(b *Builder, clock Clock, limit int, out string) {
+	flush := b.Label("flush")
+	dropped := b.Label("dropped")
+	reset := b.Label("reset")
+	first := b.Label("first")
+	appendTo := b.Label("append")
+	b.Comment("R8 = this CPU's batch")
+	b.Emit(
+		asm.StoreImm(asm.R10, keySlot, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(BatchMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.Mov.Reg(asm.R8, asm.R0),
+	)
+	b.Comment("R7 = timestamp (%s clock)", clock)
+	b.Emit(
+		clock.helper().Call(),
+		asm.Mov.Reg(asm.R7, asm.R0),
+	)
+	b.Comment("flush when full or older than %d ns", flushAge)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R8, 0, asm.Word),
+		asm.JGT.Imm(asm.R1, int32(limit), flush),
+		asm.JEq.Imm(asm.R1, 0, first),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.LoadMem(asm.R3, asm.R8, 8, asm.DWord),
+		asm.Sub.Reg(asm.R2, asm.R3),
+		asm.JLE.Imm(asm.R2, flushAge, appendTo),
+	)
+	b.Mark(flush)
+	b.Comment("write the batch to this CPU's ring")
+	emitCPUKey(b)
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(RingsMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, dropped),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Add.Imm(asm.R2, BatchHeader),
+		asm.LoadMem(asm.R3, asm.R8, 0, asm.Word),
+		asm.JGT.Imm(asm.R3, BatchData, reset),
+		asm.Mov.Imm(asm.R4, rbNoWakeup),
+		asm.FnRingbufOutput.Call(),
+		asm.JEq.Imm(asm.R0, 0, reset),
+	)
+	b.Mark(dropped)
+	b.Comment("the ring is full: lost[cpu] += count")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(LostMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, reset),
+		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
+		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+	)
+	b.Mark(reset)
+	b.Emit(storeImm64(asm.R8, 0, 0))
+	b.Mark(first)
+	b.Emit(asm.StoreMem(asm.R8, 8, asm.R7, asm.DWord))
+	b.Mark(appendTo)
+	b.Comment("R7 = the sample at batch + fill")
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R8, 0, asm.Word),
+		asm.JGT.Imm(asm.R1, int32(limit), out), // never taken: bounds fill for the verifier
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(asm.R2, BatchHeader, asm.R7, asm.DWord),
+		asm.Mov.Reg(asm.R7, asm.R2),
+		asm.Add.Imm(asm.R7, BatchHeader),
+	)
+}
+
+// emitCount adds a sample of size bytes (in R1) to the batch's fill and
+// one to its count, which share a u64. Clobbers R1-R3.
+func emitCount(b *Builder) {
+	b.Emit(
+		asm.LoadImm(asm.R2, 1<<32, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.LoadMem(asm.R3, asm.R8, 0, asm.DWord),
+		asm.Add.Reg(asm.R3, asm.R1),
+		asm.StoreMem(asm.R8, 0, asm.R3, asm.DWord),
+	)
+}
+
+// emitCommon overwrites the record's first 8 bytes at base+off with
+// common_type = id, flags and preempt_count 0, common_pid = the current
+// pid (R9's low half). Clobbers R1.
+func emitCommon(b *Builder, base asm.Register, off int16, id int) {
+	b.Comment("common_type = %d, common_pid = pid", id)
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.LSh.Imm(asm.R1, 32),
+		asm.Or.Imm(asm.R1, int32(id)),
+		asm.StoreMem(base, off, asm.R1, asm.DWord),
+	)
+}
+
+// emitFixed fills the sample at R7 with a record of constant length.
+func emitFixed(b *Builder, f *parse.Format, fixed int) {
+	b.Emit(storeImm64(asm.R7, 8, int32(fixed)))
+	if fixed <= maxDirectCopy {
+		// Loads from ctx cost a cycle or two where bpf_probe_read_kernel
+		// costs tens of ns. They must be aligned and must not pass the
+		// event's fixed part, or attaching fails with EACCES. The first
+		// 8 bytes are written below.
+		b.Comment("copy %d bytes of record from ctx", fixed)
+		for off := 8; off < fixed; {
+			n := 8
+			for off+n > fixed {
+				n /= 2
+			}
+			size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[n]
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.R6, int16(off), size),
+				asm.StoreMem(asm.R7, int16(SampleHeader+off), asm.R1, size),
+			)
+			off += n
+		}
+	} else {
+		b.Comment("copy %d bytes of record", fixed)
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Imm(asm.R1, SampleHeader),
+			asm.Mov.Imm(asm.R2, int32(fixed)),
+			asm.Mov.Reg(asm.R3, asm.R6),
+			asm.FnProbeReadKernel.Call(),
+		)
+	}
+	emitCommon(b, asm.R7, SampleHeader, f.ID)
+	b.Emit(asm.Mov.Imm(asm.R1, int32(SampleHeader+(fixed+7)&^7)))
+	emitCount(b)
+}
+
+// emitDynamic fills the sample at R7 with a record that has dynamic
+// fields: it measures the record from their __data_loc/__rel_loc words,
+// caps it at the longest record, and copies it.
+func emitDynamic(b *Builder, s *RecordSpec, f *parse.Format, fixed int, dynamic []*parse.Field) {
+	emitCommon(b, asm.R7, SampleHeader, f.ID)
+	b.Comment("R9 = record length: %d, or the end of the furthest dynamic field", fixed)
+	b.Emit(asm.Mov.Imm(asm.R9, int32(fixed)))
+	for _, d := range dynamic {
+		b.Comment("end of %s", d.Name)
+		emitLocEnd(b, d)
+		keep := b.Label("shorter")
+		b.Emit(
+			asm.JLE.Reg(asm.R1, asm.R9, keep),
+			asm.Mov.Reg(asm.R9, asm.R1),
+		)
+		b.Mark(keep)
+	}
+	short := b.Label("fits")
+	long := b.Label("long_enough")
+	b.Comment("at least %d and at most %d bytes", fixed, s.MaxRecord)
+	b.Emit(
+		asm.JLE.Imm(asm.R9, int32(s.MaxRecord), short),
+		asm.Mov.Imm(asm.R9, int32(s.MaxRecord)),
+	)
+	b.Mark(short)
+	b.Emit(
+		asm.JGE.Imm(asm.R9, int32(fixed), long),
+		asm.Mov.Imm(asm.R9, int32(fixed)),
+	)
+	b.Mark(long)
+	b.Comment("copy all but the common fields")
+	b.Emit(
+		asm.StoreMem(asm.R7, 8, asm.R9, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, SampleHeader+8),
+		asm.Mov.Reg(asm.R2, asm.R9),
+		asm.Sub.Imm(asm.R2, 8),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.Add.Imm(asm.R1, SampleHeader+7),
+		asm.And.Imm(asm.R1, ^7),
+	)
+	emitCount(b)
+}
+
+// emitLocEnd leaves in R1 the end of a dynamic field's payload, from the
+// start of the record: offset + length of its __data_loc word, counted from
+// just past the word for __rel_loc. Clobbers R1, R2.
+func emitLocEnd(b *Builder, d *parse.Field) {
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R6, int16(d.Offset), asm.Word),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.RSh.Imm(asm.R2, 16),
+		asm.And.Imm(asm.R1, 0xffff),
+		asm.Add.Reg(asm.R1, asm.R2),
+	)
+	if d.Class == parse.ClassRelLoc {
+		b.Emit(asm.Add.Imm(asm.R1, int32(d.Offset+4)))
+	}
+}
+
+// commProgram remembers the name of every task that leaves a CPU: at
+// sched_switch the current task is the one switched out, so every task
+// that ran, short-lived ones included, gets its comm stored under its pid.
+func commProgram() asm.Instructions {
+	const commSlot = -CommLen - 8
+	b := &Builder{}
+	out := b.Label("out")
+	b.Comment("comm of the current task, and its pid as the key")
+	b.Emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.R10, keySlot, asm.R0, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, commSlot),
+		asm.Mov.Imm(asm.R2, CommLen),
+		asm.FnGetCurrentComm.Call(),
+	)
+	update := b.Label("update")
+	b.Comment("already known under this name: done")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(CommsMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, update),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R10, commSlot, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, update),
+		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R10, commSlot+8, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R2, out),
+	)
+	b.Mark(update)
+	b.Comment("comms[pid] = comm")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(CommsMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, commSlot),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateAny)),
+		asm.FnMapUpdateElem.Call(),
+	)
+	b.Mark(out)
+	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return b.Instructions()
+}

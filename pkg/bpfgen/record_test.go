@@ -1,0 +1,294 @@
+package bpfgen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+const sysEnterFormat = `name: sys_enter
+ID: 21
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:long id;	offset:8;	size:8;	signed:1;
+	field:unsigned long args[6];	offset:16;	size:48;	signed:0;
+
+print fmt: "NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)", REC->id, REC->args[0], REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]
+`
+
+func format(t *testing.T, src, system string) *parse.Format {
+	t.Helper()
+	f, err := parse.ParseFormat("format", src)
+	if err != nil {
+		t.Fatalf("ParseFormat: %+v", err)
+	}
+	f.System = system
+	return f
+}
+
+func recordSpec(evs ...RecordEvent) *RecordSpec {
+	return &RecordSpec{Events: evs, CPUs: 2, RingSize: 1 << 20, MaxRecord: 4064}
+}
+
+// lines returns the instructions of a listing, one a line, without
+// indices, comments and labels.
+func lines(insns asm.Instructions) string {
+	var out []string
+	for _, l := range strings.Split(fmt.Sprint(insns), "\n") {
+		l = strings.TrimSpace(l)
+		if _, ins, ok := strings.Cut(l, ": "); ok && !strings.HasPrefix(l, ";") && !strings.HasSuffix(l, ":") {
+			out = append(out, ins)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestRecordLayout(t *testing.T) {
+	fixed, dyn := RecordLayout(format(t, sysEnterFormat, "raw_syscalls"))
+	if fixed != 64 || len(dyn) != 0 {
+		t.Errorf("RecordLayout(sys_enter) = %d, %d dynamic fields, want 64, 0", fixed, len(dyn))
+	}
+	fixed, dyn = RecordLayout(format(t, filterFormat, "test"))
+	if fixed != 76 || len(dyn) != 3 || dyn[0].Name != "name" || dyn[1].Name != "path" || dyn[2].Name != "mask" {
+		t.Errorf("RecordLayout(made_up) = %d, %v, want 76 and name, path, mask", fixed, dyn)
+	}
+}
+
+// TestRecordFixed checks the shape of a program for an event of constant
+// length: the sample appended to the CPU's batch, the batch written to the
+// ring without a wakeup when full or old, lost batches counted, and 0
+// returned on every path.
+func TestRecordFixed(t *testing.T) {
+	f := format(t, sysEnterFormat, "raw_syscalls")
+	p, err := Record(recordSpec(RecordEvent{Format: f}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns := p.Collection.Programs[RecordProgName(0)].Instructions
+	calls := helperCalls(insns)
+	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem"
+	if calls != want {
+		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
+	}
+	got := lines(insns)
+	limit := BatchData - 80 // a sample: 16-byte header + 64-byte record
+	for _, frag := range []string{
+		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <flush_2>\nJEqImm dst: r1 off: -1 imm: 0 <first_5>", limit),
+		"SubReg dst: r2 src: r3\nJLEImm dst: r2 off: -1 imm: 1000000 <append_6>", // flushAge
+		"MovReg dst: r2 src: r8\nAddImm dst: r2 imm: 16\nLdXMemW dst: r3 src: r8 off: 0 imm: 0\nJGTImm dst: r3 off: -1 imm: 16368 <reset_4>\nMovImm dst: r4 imm: 1\nCall FnRingbufOutput",
+		"LdXMemW dst: r1 src: r8 off: 4 imm: 0\nStXAtomicAddDW dst: r0 src: r1 off: 0",  // lost += count
+		"StMemDW dst: r8 src: r0 off: 0 imm: 0\nStXMemDW dst: r8 src: r7 off: 8 imm: 0", // empty, first timestamp
+		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <out_1>\nMovReg dst: r2 src: r8\nAddReg dst: r2 src: r1\nStXMemDW dst: r2 src: r7 off: 16 imm: 0", limit),
+		"StMemDW dst: r7 src: r0 off: 8 imm: 64",                                           // length
+		"LdXMemDW dst: r1 src: r6 off: 8 imm: 0\nStXMemDW dst: r7 src: r1 off: 24 imm: 0",  // id, loaded from ctx
+		"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0", // args[5]
+		"OrImm dst: r1 imm: 21\nStXMemDW dst: r7 src: r1 off: 16 imm: 0",                   // common_type, common_pid
+		"MovImm dst: r1 imm: 80\nLdImmDW dst: r2 imm: 4294967296\nAddReg dst: r1 src: r2\nLdXMemDW dst: r3 src: r8 off: 0 imm: 0\nAddReg dst: r3 src: r1\nStXMemDW dst: r8 src: r3 off: 0 imm: 0",
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("program lacks\n%s\nin\n%s", frag, got)
+		}
+	}
+	checkReturnsZero(t, insns)
+	rings := p.Collection.Maps[RingsMapName]
+	if rings.Type != ebpf.ArrayOfMaps || rings.MaxEntries != 2 || rings.InnerMap.Type != ebpf.RingBuf || rings.InnerMap.MaxEntries != 1<<20 {
+		t.Errorf("rings map %+v, inner %+v", rings, rings.InnerMap)
+	}
+	if lost := p.Collection.Maps[LostMapName]; lost.Flags&mapMmapable == 0 || lost.MaxEntries != 2 {
+		t.Errorf("lost map %+v: want an mmapable array of 2 counters", lost)
+	}
+	if m := p.Collection.Maps[BatchMapName]; m.Type != ebpf.PerCPUArray || m.ValueSize != BatchHeader+BatchData {
+		t.Errorf("batch map %+v, want a per-CPU array of %d bytes", m, BatchHeader+BatchData)
+	}
+}
+
+// TestRecordCopy checks how the fixed part is copied: loads from ctx
+// that stay inside it (the kernel refuses to attach a program that reads
+// past the event's fixed part), or bpf_probe_read_kernel when it is long.
+func TestRecordCopy(t *testing.T) {
+	short := format(t, `name: short
+ID: 9
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:int ret;	offset:8;	size:4;	signed:1;
+	field:char c;	offset:12;	size:1;	signed:0;
+
+print fmt: "ret=%d", REC->ret
+`, "test")
+	p, err := Record(recordSpec(RecordEvent{Format: short}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lines(p.Collection.Programs[RecordProgName(0)].Instructions)
+	want := "LdXMemW dst: r1 src: r6 off: 8 imm: 0\nStXMemW dst: r7 src: r1 off: 24 imm: 0\nLdXMemB dst: r1 src: r6 off: 12 imm: 0\nStXMemB dst: r7 src: r1 off: 28 imm: 0\nMovReg dst: r1 src: r9"
+	if !strings.Contains(got, want) || !strings.Contains(got, "MovImm dst: r1 imm: 32\nLdImmDW") {
+		t.Errorf("a 13-byte record is not copied with a word and a byte load into a 32-byte sample:\n%s", got)
+	}
+
+	long := format(t, strings.Replace(sysEnterFormat, "unsigned long args[6];\toffset:16;\tsize:48;", "unsigned long args[60];\toffset:16;\tsize:480;", 1), "raw_syscalls")
+	if p, err = Record(recordSpec(RecordEvent{Format: long})); err != nil {
+		t.Fatal(err)
+	}
+	got = lines(p.Collection.Programs[RecordProgName(0)].Instructions)
+	if !strings.Contains(got, "MovReg dst: r1 src: r7\nAddImm dst: r1 imm: 16\nMovImm dst: r2 imm: 496\nMovReg dst: r3 src: r6\nCall FnProbeReadKernel") || strings.Contains(got, "LdXMemDW dst: r1 src: r6") {
+		t.Errorf("a 496-byte record is not copied with bpf_probe_read_kernel:\n%s", got)
+	}
+}
+
+// TestRecordDynamic checks an event with __data_loc and __rel_loc fields:
+// its length is measured and capped, and the record copied after the
+// common fields; a batch keeps room for the longest record.
+func TestRecordDynamic(t *testing.T) {
+	f := format(t, filterFormat, "test")
+	p, err := Record(recordSpec(RecordEvent{Format: f}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns := p.Collection.Programs[RecordProgName(0)].Instructions
+	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem probe_read_kernel"
+	if calls := helperCalls(insns); calls != want {
+		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
+	}
+	got := lines(insns)
+	for _, frag := range []string{
+		fmt.Sprintf("JGTImm dst: r1 off: -1 imm: %d <flush_2>", BatchData-16-4064),
+		"OrImm dst: r1 imm: 77\nStXMemDW dst: r7 src: r1 off: 16 imm: 0\nMovImm dst: r9 imm: 76",
+		// name: __data_loc at 48, offset + length from the record start.
+		"LdXMemW dst: r1 src: r6 off: 48 imm: 0\nMovReg dst: r2 src: r1\nRShImm dst: r2 imm: 16\nAndImm dst: r1 imm: 65535\nAddReg dst: r1 src: r2\nJLEReg dst: r1 off: -1 src: r9 <shorter_7>",
+		// path: __rel_loc at 52, counted from the end of its word.
+		"LdXMemW dst: r1 src: r6 off: 52 imm: 0\nMovReg dst: r2 src: r1\nRShImm dst: r2 imm: 16\nAndImm dst: r1 imm: 65535\nAddReg dst: r1 src: r2\nAddImm dst: r1 imm: 56",
+		"JLEImm dst: r9 off: -1 imm: 4064 <fits_10>\nMovImm dst: r9 imm: 4064",
+		"JGEImm dst: r9 off: -1 imm: 76 <long_enough_11>\nMovImm dst: r9 imm: 76",
+		"StXMemDW dst: r7 src: r9 off: 8 imm: 0\nMovReg dst: r1 src: r7\nAddImm dst: r1 imm: 24\nMovReg dst: r2 src: r9\nSubImm dst: r2 imm: 8\nMovReg dst: r3 src: r6\nAddImm dst: r3 imm: 8\nCall FnProbeReadKernel",
+		"MovReg dst: r1 src: r9\nAddImm dst: r1 imm: 23\nAndImm dst: r1 imm: -8\nLdImmDW dst: r2 imm: 4294967296",
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("program lacks\n%s\nin\n%s", frag, got)
+		}
+	}
+	checkReturnsZero(t, insns)
+}
+
+func TestRecordProcessesFilterClock(t *testing.T) {
+	f := format(t, sysEnterFormat, "raw_syscalls")
+	e, err := parse.ParseFilter("-f", "id == 110")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := parse.BindFilter("-f", "id == 110", e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := recordSpec(RecordEvent{Format: f, Filter: bf})
+	s.ExcludeTGID, s.OnlyTGIDs, s.Clock, s.CommEntries = 42, []uint32{7, 8}, ClockBoot, 1024
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns := p.Collection.Programs[RecordProgName(0)].Instructions
+	got := lines(insns)
+	for _, frag := range []string{
+		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_2>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_2>\nJa off: -1 <out_1>",
+		"JNEImm dst: r0 off: -1 imm: 110 <out_1>",
+		"Call FnKtimeGetBootNs",
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("program lacks\n%s\nin\n%s", frag, got)
+		}
+	}
+	if strings.Contains(got, "FnKtimeGetNs") {
+		t.Error("boot clock program calls bpf_ktime_get_ns")
+	}
+	comm := p.Collection.Programs[CommProgName]
+	if comm == nil || p.Collection.Maps[CommsMapName] == nil || p.Collection.Maps[CommsMapName].MaxEntries != 1024 {
+		t.Fatal("no comm program or map of 1024 entries")
+	}
+	if calls := helperCalls(comm.Instructions); calls != "get_current_pid_tgid get_current_comm map_lookup_elem map_update_elem" {
+		t.Errorf("comm program calls %s", calls)
+	}
+	checkReturnsZero(t, comm.Instructions)
+}
+
+func TestRecordErrors(t *testing.T) {
+	f := format(t, sysEnterFormat, "raw_syscalls")
+	cases := []struct {
+		name string
+		edit func(*RecordSpec)
+		want string
+	}{
+		{"ring not a power of two", func(s *RecordSpec) { s.RingSize = 3 << 12 }, "want a power of two"},
+		{"no CPUs", func(s *RecordSpec) { s.CPUs = 0 }, "0 CPUs"},
+		{"no events", func(s *RecordSpec) { s.Events = nil }, "no events"},
+		{"record too small", func(s *RecordSpec) { s.MaxRecord = 56 }, "more than a record may"},
+		{"bad max", func(s *RecordSpec) { s.MaxRecord = 100 }, "multiple of 8"},
+		{"record longer than a batch", func(s *RecordSpec) { s.MaxRecord = BatchData }, "a batch holds"},
+		{"ring smaller than two batches", func(s *RecordSpec) { s.RingSize = 16 << 10 }, "less than two batches"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := recordSpec(RecordEvent{Format: f})
+			tc.edit(s)
+			if _, err := Record(s); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Record() = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseClock(t *testing.T) {
+	for _, c := range []Clock{ClockMono, ClockBoot, ClockTAI} {
+		if got, err := ParseClock(c.String()); err != nil || got != c {
+			t.Errorf("ParseClock(%q) = %v, %v", c.String(), got, err)
+		}
+	}
+	if _, err := ParseClock("local"); err == nil || !strings.Contains(err.Error(), "use mono, boot or tai") {
+		t.Errorf("ParseClock(local) = %v", err)
+	}
+}
+
+// helperCalls names the helpers a program calls, in order.
+func helperCalls(insns asm.Instructions) string {
+	var names []string
+	for _, ins := range insns {
+		if ins.IsBuiltinCall() {
+			n := strings.TrimPrefix(asm.BuiltinFunc(ins.Constant).String(), "Fn")
+			var snake []rune
+			for i, r := range n {
+				if r >= 'A' && r <= 'Z' {
+					if i > 0 {
+						snake = append(snake, '_')
+					}
+					r += 'a' - 'A'
+				}
+				snake = append(snake, r)
+			}
+			names = append(names, string(snake))
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// checkReturnsZero wants every exit to be preceded by r0 = 0.
+func checkReturnsZero(t *testing.T, insns asm.Instructions) {
+	t.Helper()
+	for i, ins := range insns {
+		if ins.OpCode.JumpOp() == asm.Exit {
+			if i == 0 || insns[i-1].OpCode != asm.Mov.Op(asm.ImmSource) || insns[i-1].Dst != asm.R0 || insns[i-1].Constant != 0 {
+				t.Errorf("exit at %d does not return 0", i)
+			}
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// DefaultBufferKB is the default size of each CPU's ring buffer, in KiB:
+// with the reader polling every millisecond or so, it holds a syscall
+// storm on every CPU without losing events.
+const DefaultBufferKB = 8192
+
+// minRing is the smallest ring buffer: four batches.
+const minRing = 4 * (bpfgen.BatchHeader + bpfgen.BatchData)
+
+// commEntries is how many pid -> comm entries the comm map keeps.
+const commEntries = 1 << 16
+
+// EventSpec is one -e EVENT and the -f FILTER that followed it.
+type EventSpec struct {
+	Pattern string // SYS:EVENT, SYS:*, *:*, EVENT or SYS, as tracefs.Match takes it
+	Filter  string // "" for none
+}
+
+// Options say what to record.
+type Options struct {
+	Events   []EventSpec
+	BufferKB int    // ring buffer per CPU in KiB, rounded up to a power of two, at least 64; 0: DefaultBufferKB
+	PIDs     []int  // record only these processes; empty: all but gtrace
+	Clock    string // trace clock: mono (default), boot or tai
+}
+
+// Event is one event that a plan records.
+type Event struct {
+	Format  *parse.Format
+	Text    string             // the format file's text, verbatim
+	Filter  *parse.BoundFilter // nil: every record
+	Fixed   int                // bytes of the record's fixed part
+	Dynamic bool               // has __data_loc or __rel_loc fields: records vary in length
+	// Optional events were matched by a pattern: one that cannot be
+	// attached is left out with a warning rather than failing the
+	// recording (some tracepoints refuse BPF, e.g. irq_vectors:irq_work_exit).
+	Optional bool
+}
+
+// Plan is a recording resolved against the kernel's event formats and
+// compiled: everything short of loading it.
+type Plan struct {
+	Events   []*Event
+	Clock    bpfgen.Clock
+	CPUs     []int // the CPUs whose rings are read: those online
+	RingSize int   // bytes of each CPU's ring
+	PageSize int   // bytes of a ring-buffer page in the file
+	Program  *bpfgen.Program
+	// Warnings are legal filter constructs that are probably mistakes.
+	Warnings []*parse.Error
+}
+
+// NewPlan resolves the events and filters of o against tracefs and
+// generates the programs. Events named twice are recorded once, with the
+// filter of the last -e that names them.
+func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
+	if len(o.Events) == 0 {
+		return nil, fmt.Errorf("nothing to record: give an event with -e SYS:EVENT (gtrace list shows them)")
+	}
+	clock := bpfgen.ClockMono
+	if o.Clock != "" {
+		c, err := bpfgen.ParseClock(o.Clock)
+		if err != nil {
+			return nil, err
+		}
+		clock = c
+	}
+	kb := o.BufferKB
+	if kb == 0 {
+		kb = DefaultBufferKB
+	}
+	if kb < 0 || kb > 1<<22 {
+		return nil, fmt.Errorf("buffer size %d KiB: want 1 to %d KiB per CPU", kb, 1<<22)
+	}
+	page := os.Getpagesize()
+	ring := minRing
+	for ring < kb<<10 {
+		ring <<= 1
+	}
+	cpus, err := probe.OnlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Clock: clock, CPUs: cpus, RingSize: ring, PageSize: page}
+
+	index := map[tracefs.Event]int{}
+	for _, es := range o.Events {
+		evs, err := fs.Match(es.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		var expr parse.Expr
+		if es.Filter != "" {
+			if expr, err = parse.ParseFilter("-f", es.Filter); err != nil {
+				return nil, err
+			}
+		}
+		for _, e := range evs {
+			if e.System == "ftrace" {
+				// ftrace's own events (function, print, ...) have a
+				// format but are no tracepoints that BPF can attach to.
+				if len(evs) == 1 {
+					return nil, fmt.Errorf("event %s is not a tracepoint (the kernel writes it for ftrace itself): gtrace cannot record it", e)
+				}
+				continue
+			}
+			ev, err := loadEvent(fs, e)
+			if err != nil {
+				return nil, err
+			}
+			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
+			if expr != nil {
+				if ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); err != nil {
+					return nil, err
+				}
+				p.Warnings = append(p.Warnings, ev.Filter.Warnings...)
+			}
+			if i, ok := index[e]; ok {
+				p.Events[i] = ev
+				continue
+			}
+			index[e] = len(p.Events)
+			p.Events = append(p.Events, ev)
+		}
+	}
+
+	spec := &bpfgen.RecordSpec{
+		CPUs:        cpus[len(cpus)-1] + 1,
+		RingSize:    ring,
+		MaxRecord:   maxRecord(page),
+		Clock:       clock,
+		CommEntries: commEntries,
+		ExcludeTGID: uint32(os.Getpid()),
+	}
+	for _, pid := range o.PIDs {
+		if pid <= 0 {
+			return nil, fmt.Errorf("process id %d: want a positive pid", pid)
+		}
+		spec.OnlyTGIDs = append(spec.OnlyTGIDs, uint32(pid))
+	}
+	for _, ev := range p.Events {
+		spec.Events = append(spec.Events, bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter})
+	}
+	if p.Program, err = bpfgen.Record(spec); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// maxRecord is the longest record that fits a page of the given size:
+// the page header (16 bytes), a record header with its length word (8)
+// and a time extend (8) come off, rounded down to 8 bytes.
+func maxRecord(page int) int { return (page - 32) &^ 7 }
+
+// loadEvent reads and parses an event's format, keeping its text.
+func loadEvent(fs *tracefs.FS, e tracefs.Event) (*Event, error) {
+	b, err := fs.ReadFile("events", e.System, e.Name, "format")
+	if err != nil {
+		return nil, fmt.Errorf("read format of %s: %w", e, err)
+	}
+	f, err := parse.ParseFormat(path.Join("events", e.System, e.Name, "format"), string(b))
+	if err != nil {
+		return nil, err
+	}
+	f.System = e.System
+	fixed, dynamic := bpfgen.RecordLayout(f)
+	return &Event{Format: f, Text: string(b), Fixed: fixed, Dynamic: len(dynamic) > 0}, nil
+}
+
+// Describe prints the plan and the generated programs, for --dry-run.
+func (p *Plan) Describe(w io.Writer) error {
+	var b strings.Builder
+	for i, ev := range p.Events {
+		fmt.Fprintf(&b, "# %s: %s (ID %d), ", bpfgen.RecordProgName(i), ev.Format.FullName(), ev.Format.ID)
+		if ev.Dynamic {
+			fmt.Fprintf(&b, "%d-byte fixed part and dynamic fields, up to %d bytes", ev.Fixed, maxRecord(p.PageSize))
+		} else {
+			fmt.Fprintf(&b, "%d-byte records", ev.Fixed)
+		}
+		if ev.Filter != nil {
+			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
+		p.RingSize>>10, cpuList(p.CPUs), p.Clock, p.PageSize)
+	names := make([]string, 0, len(p.Events)+1)
+	for i := range p.Events {
+		names = append(names, bpfgen.RecordProgName(i))
+	}
+	names = append(names, bpfgen.CommProgName)
+	for _, name := range names {
+		if ps := p.Program.Collection.Programs[name]; ps != nil {
+			fmt.Fprintf(&b, "%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// cpuList formats CPU ids as the kernel does: "0-3,6".
+func cpuList(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(cpus[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

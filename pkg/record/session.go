@@ -1,0 +1,280 @@
+package record
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/probe"
+)
+
+// PageSink turns the records of one CPU, given in time order, into
+// ring-buffer pages. A *tracedat.PageWriter is one.
+type PageSink interface {
+	// Add appends a record: its timestamp and its raw bytes, common
+	// fields first. payload is only valid during the call.
+	Add(ts uint64, payload []byte) error
+	// Lost notes that n events were lost before the next record.
+	Lost(n uint64)
+	// FlushPages writes out the pages finished so far.
+	FlushPages() error
+	// Flush writes out every page, the one being filled included.
+	Flush() error
+}
+
+// Output is where a recording goes, typically a trace.dat file.
+type Output interface {
+	// CPU returns the sink of a CPU's records. It is called once per CPU,
+	// before any record arrives, and the sink is used by one goroutine.
+	CPU(cpu int) PageSink
+	// Finish completes the output once every sink is flushed, with what
+	// is only known at the end.
+	Finish(st *Stats, cmdlines map[int]string) error
+	// Abort gives the output up; nothing more is called.
+	Abort()
+}
+
+// CPUStats counts the recording of one CPU.
+type CPUStats struct {
+	CPU    int
+	Events uint64 // records written
+	Bytes  uint64 // bytes of records written
+	Lost   uint64 // events the ring had no room for
+	First  uint64 // timestamp of the first record written (0: none)
+	Last   uint64 // timestamp of the last record written
+}
+
+// Stats counts a recording.
+type Stats struct {
+	CPUs []CPUStats
+	// Missed counts events for which the kernel ran no program because
+	// another BPF program was running on that CPU at the time.
+	Missed uint64
+}
+
+// Events returns the records written on all CPUs.
+func (s *Stats) Events() (n uint64) {
+	for _, c := range s.CPUs {
+		n += c.Events
+	}
+	return n
+}
+
+// Lost returns the events lost on all CPUs.
+func (s *Stats) Lost() (n uint64) {
+	for _, c := range s.CPUs {
+		n += c.Lost
+	}
+	return n
+}
+
+// Bytes returns the bytes of records written on all CPUs.
+func (s *Stats) Bytes() (n uint64) {
+	for _, c := range s.CPUs {
+		n += c.Bytes
+	}
+	return n
+}
+
+// StartOptions tune a session.
+type StartOptions struct {
+	// Status, when not nil, receives a status line (events per second,
+	// megabytes, events lost) every second, redrawn in place: give it a
+	// terminal.
+	Status io.Writer
+	// Skip, when not nil, is told about each optional event that could
+	// not be attached and is not recorded.
+	Skip func(ev *Event, err error)
+}
+
+// Session is a running recording.
+type Session struct {
+	out     Output
+	objs    *probe.Objects
+	rings   []*probe.Ring
+	lost    *probe.Counters
+	readers []*reader
+	status  io.Writer
+
+	stop     chan struct{} // closed by Stop: readers drain and end
+	wg       sync.WaitGroup
+	failed   chan struct{} // closed when a reader fails
+	failOnce sync.Once
+	err      error // the first reader error, set before failed is closed
+
+	statusStop chan struct{}
+	statusDone chan struct{}
+	restore    func() // sets the threads' priority back
+}
+
+// Start loads the plan's programs, maps the rings, starts a reader per CPU
+// and attaches the programs. The session owns out from then on; on error,
+// Start has aborted it.
+func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
+	s := &Session{out: out, status: o.Status, stop: make(chan struct{}), failed: make(chan struct{}), restore: raisePriority(recordNice)}
+	defer func() {
+		if err != nil {
+			s.release()
+			out.Abort()
+		}
+	}()
+	if s.objs, err = probe.Load(p.Program.Collection); err != nil {
+		return nil, err
+	}
+	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {
+		return nil, err
+	}
+	if s.lost, err = s.objs.MapCounters(bpfgen.LostMapName); err != nil {
+		return nil, err
+	}
+	for i, cpu := range p.CPUs {
+		r := newReader(cpu, s.rings[i], s.lost, out.CPU(cpu))
+		s.readers = append(s.readers, r)
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			r.run(s.stop)
+		}()
+		go func() {
+			defer s.wg.Done()
+			if err := r.write(); err != nil {
+				s.fail(fmt.Errorf("write the records of CPU %d: %w", cpu, err))
+			}
+		}()
+	}
+	if err = s.objs.AttachTracepoint(bpfgen.CommProgName, "sched", "sched_switch"); err != nil {
+		s.stopReaders()
+		return nil, err
+	}
+	attached := 0
+	for i, ev := range p.Events {
+		aerr := s.objs.AttachTracepoint(bpfgen.RecordProgName(i), ev.Format.System, ev.Format.Name)
+		switch {
+		case aerr == nil:
+			attached++
+		case ev.Optional:
+			if o.Skip != nil {
+				o.Skip(ev, aerr)
+			}
+		default:
+			s.stopReaders()
+			return nil, aerr
+		}
+	}
+	if attached == 0 {
+		s.stopReaders()
+		return nil, fmt.Errorf("none of the %d events could be attached", len(p.Events))
+	}
+	if s.status != nil {
+		s.statusStop, s.statusDone = make(chan struct{}), make(chan struct{})
+		go s.showStatus()
+	}
+	return s, nil
+}
+
+// Failed returns a channel that is closed when the session cannot go on
+// (writing the output failed); Stop then returns the reason.
+func (s *Session) Failed() <-chan struct{} { return s.failed }
+
+func (s *Session) fail(err error) {
+	s.failOnce.Do(func() {
+		s.err = err
+		close(s.failed)
+	})
+}
+
+// Stop detaches the programs, drains the rings, completes the output and
+// returns what was recorded. The session is finished afterwards.
+func (s *Session) Stop() (*Stats, error) {
+	if s.statusStop != nil {
+		close(s.statusStop)
+		<-s.statusDone
+	}
+	st := &Stats{Missed: s.objs.RecursionMisses()}
+	// Detaching first makes the end of every CPU's data a clean cut: the
+	// rings, then what the batches hold.
+	err := s.objs.Detach()
+	batches, berr := s.objs.PerCPUValue(bpfgen.BatchMapName)
+	err = errors.Join(err, berr)
+	for _, r := range s.readers {
+		if r.cpu < len(batches) {
+			r.tail = batchSamples(batches[r.cpu])
+		}
+	}
+	known := comms(s.objs)
+	err = errors.Join(err, s.objs.Close())
+	s.objs = nil
+	s.stopReaders()
+	for _, r := range s.readers {
+		st.CPUs = append(st.CPUs, r.stats())
+	}
+	if s.err != nil {
+		err = errors.Join(s.err, err)
+	}
+	names := cmdlines(s.readers, known)
+	s.release()
+	if err != nil {
+		s.out.Abort()
+		return st, err
+	}
+	return st, s.out.Finish(st, names)
+}
+
+// batchSamples returns the samples of a batch map value.
+func batchSamples(v []byte) []byte {
+	if len(v) < bpfgen.BatchHeader {
+		return nil
+	}
+	fill := int(binary.LittleEndian.Uint32(v))
+	return v[bpfgen.BatchHeader:][:min(fill, len(v)-bpfgen.BatchHeader)]
+}
+
+// stopReaders tells the readers to drain their rings and waits for them.
+func (s *Session) stopReaders() {
+	close(s.stop)
+	s.wg.Wait()
+}
+
+// release closes what Start opened.
+func (s *Session) release() {
+	s.restore()
+	if s.objs != nil {
+		s.objs.Close()
+	}
+	for _, r := range s.rings {
+		r.Close()
+	}
+	if s.lost != nil {
+		s.lost.Close()
+	}
+}
+
+// showStatus redraws the status line every second until Stop.
+func (s *Session) showStatus() {
+	defer close(s.statusDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var prev uint64
+	then := time.Now()
+	for {
+		select {
+		case <-s.statusStop:
+			fmt.Fprint(s.status, "\r\x1b[K")
+			return
+		case now := <-t.C:
+			var events, bytes, lost uint64
+			for _, r := range s.readers {
+				events += r.events.Load()
+				bytes += r.bytes.Load()
+				lost += r.lostWritten.Load()
+			}
+			rate := float64(events-prev) / now.Sub(then).Seconds()
+			prev, then = events, now
+			fmt.Fprintf(s.status, "\r%.0f events/s, %d events, %.1f MB, %d lost\x1b[K", rate, events, float64(bytes)/1e6, lost)
+		}
+	}
+}
