@@ -487,6 +487,9 @@ func (p *pfParser) parse() (*PrintFmt, error) {
 				return nil, err
 			}
 			pf.Args[len(pf.Args)-1] = arg.export()
+			for t.kind == pfNewline {
+				t = p.readItem()
+			}
 			if t.kind == pfNone {
 				break
 			}

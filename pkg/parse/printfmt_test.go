@@ -254,3 +254,22 @@ func TestCastValue(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePrintFmtNewline checks print fmts as format files end them,
+// with a newline, also after an operator chain.
+func TestParsePrintFmtNewline(t *testing.T) {
+	for _, src := range []string{
+		"\"%d\", REC->a\n",
+		"\"%d %d\", REC->a, REC->a == REC->b\n",
+		"\"%d %d\", REC->a, 1UL << REC->b\n",
+	} {
+		pf, err := ParsePrintFmt("t", src)
+		if err != nil {
+			t.Errorf("ParsePrintFmt(%q) = %v", src, err)
+			continue
+		}
+		if got := len(ParseFormatPieces(pf.Format)) / 2; len(pf.Args) != strings.Count(pf.Format, "%") {
+			t.Errorf("ParsePrintFmt(%q) has %d arguments for %d pieces", src, len(pf.Args), got)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// JSON prints one JSON object per record, one per line:
+//
+//	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{"prev_comm":"bash",...}}
+//
+// Fields hold the event's own fields: numbers as numbers (signed fields
+// sign extended), char arrays and dynamic strings as strings, other arrays
+// as arrays of numbers. A record after lost events has "missed": the count
+// lost, or -1 when the kernel did not store it. A record of an event the
+// file has no format for has "event":"unknown" and its "id", and no
+// fields. The comm is found as Text finds it.
+func JSON(w io.Writer, f *tracedat.File, o Options) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	p := newPrinter(f, o)
+	b := make([]byte, 0, 1024)
+	it := f.Records(o.CPUs...)
+	for it.Next() {
+		tr := it.Record()
+		id := p.recordType(tr.Data)
+		ev := p.eventFor(id)
+		var fm *parse.Format
+		if ev != nil {
+			fm = ev.format
+		}
+		if o.Filter != nil && !o.Filter(fm, &tr) {
+			continue
+		}
+		b = p.jsonRecord(b[:0], &tr, ev, id)
+		if _, err := bw.Write(b); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		bw.Flush()
+		return fmt.Errorf("read records: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
+}
+
+func (p *printer) jsonRecord(b []byte, tr *tracedat.Record, ev *event, id int) []byte {
+	pid := p.recordPid(tr.Data)
+	b = append(b, `{"cpu":`...)
+	b = strconv.AppendInt(b, int64(tr.CPU), 10)
+	b = append(b, `,"ts_ns":`...)
+	b = strconv.AppendUint(b, tr.TS, 10)
+	if tr.Missed != 0 {
+		b = append(b, `,"missed":`...)
+		b = strconv.AppendInt(b, tr.Missed, 10)
+	}
+	b = append(b, `,"comm":`...)
+	b = appendJSONString(b, []byte(p.comms.find(pid)))
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	if ev == nil {
+		b = append(b, `,"event":"unknown","id":`...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		return append(b, "}\n"...)
+	}
+	b = append(b, `,"event":`...)
+	b = appendJSONString(b, []byte(ev.full))
+	b = append(b, `,"fields":{`...)
+	r := rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
+	for i, f := range ev.fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, []byte(f.name))
+		b = append(b, ':')
+		b = p.jsonValue(b, &r, f)
+	}
+	p.learnComms(&r)
+	return append(b, "}}\n"...)
+}
+
+// jsonValue appends a field's value.
+func (p *printer) jsonValue(b []byte, r *rec, f *field) []byte {
+	data := r.data
+	switch f.pf.Class {
+	case parse.ClassString, parse.ClassDataLoc, parse.ClassRelLoc:
+		if f.flags&fString != 0 {
+			return appendJSONString(b, f.pf.Bytes(data))
+		}
+		off, n := f.offset, f.size
+		if f.flags&fDynamic != 0 {
+			off, n = p.dynOffset(f, data)
+		}
+		return p.jsonArray(b, clip(data, off, n), f)
+	case parse.ClassArray:
+		return p.jsonArray(b, clip(data, f.offset, f.size), f)
+	}
+	v := p.readNum(data, f.offset, f.size)
+	if f.flags&fSigned != 0 {
+		return strconv.AppendInt(b, signExtend(v, f.size), 10)
+	}
+	return strconv.AppendUint(b, v, 10)
+}
+
+// jsonArray appends an array of numbers of the field's element size (bytes
+// when it has none).
+func (p *printer) jsonArray(b, buf []byte, f *field) []byte {
+	size := f.elementSize
+	switch size {
+	case 1, 2, 4, 8:
+	default:
+		size = 1
+	}
+	b = append(b, '[')
+	for i := 0; i+size <= len(buf); i += size {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		v := p.readNum(buf, i, size)
+		if f.flags&fSigned != 0 {
+			b = strconv.AppendInt(b, signExtend(v, size), 10)
+		} else {
+			b = strconv.AppendUint(b, v, 10)
+		}
+	}
+	return append(b, ']')
+}
+
+func signExtend(v uint64, size int) int64 {
+	switch size {
+	case 1:
+		return int64(int8(v))
+	case 2:
+		return int64(int16(v))
+	case 4:
+		return int64(int32(v))
+	}
+	return int64(v)
+}
+
+// learnComms teaches the comms that trace-cmd's sched plugin learns when
+// it prints sched_switch and sched_wakeup records.
+func (p *printer) learnComms(r *rec) {
+	switch r.ev.full {
+	case "sched:sched_switch":
+		p.learn(r, "prev_comm", "prev_pid")
+		p.learn(r, "next_comm", "next_pid")
+	case "sched:sched_wakeup", "sched:sched_wakeup_new":
+		p.learn(r, "comm", "pid")
+	}
+}
+
+func (p *printer) learn(r *rec, comm, pid string) {
+	c := r.ev.findAnyField(comm)
+	_, v, ok := p.fieldVal(nil, r, pid, false)
+	if c != nil && ok {
+		p.comms.register(int32(v), cstr(clip(r.data, c.offset, c.size)))
+	}
+}
+
+// appendJSONString appends s as a JSON string; bytes that are not UTF-8
+// become U+FFFD.
+func appendJSONString(b []byte, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, "\ufffd"...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}

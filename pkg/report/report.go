@@ -1,0 +1,241 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+
+	"strconv"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// Options select and shape what Text and JSON print.
+type Options struct {
+	// CPUs limits the output to the records of these CPUs (all if empty).
+	CPUs []int
+	// NsTimestamps prints nanoseconds instead of microseconds
+	// (trace-cmd report -t).
+	NsTimestamps bool
+	// Raw prints every field as name=value instead of the event's print
+	// format (trace-cmd report -R).
+	Raw bool
+	// Filter, if set, is asked about every record; those it rejects are
+	// not printed. The format is nil for a record of an unknown event.
+	// The record's Data is only valid during the call.
+	Filter func(f *parse.Format, r *tracedat.Record) bool
+}
+
+// printer holds what libtraceevent's tep handle holds for printing: the
+// kernel's symbols, strings and task names, and the compiled events.
+type printer struct {
+	longSize  int
+	bigEndian bool
+	funcs     *funcMap
+	printk    printkMap
+	comms     *comms
+	formats   map[int]*tracedat.Event
+	events    map[int]*event
+	fstacks   []*funcStack
+	insn      []byte // the kvm plugin's instruction bytes buffer
+	src       *recSource
+	opts      Options
+	usecs     bool // timestamps are shown in seconds.microseconds
+}
+
+func newPrinter(f *tracedat.File, o Options) *printer {
+	long := f.LongSize
+	if long != 4 {
+		long = 8
+	}
+	return &printer{
+		longSize:  long,
+		bigEndian: f.BigEndian,
+		funcs:     newFuncMap(f.Kallsyms),
+		printk:    newPrintkMap(f.Printk),
+		comms:     newComms(f.Cmdlines),
+		formats:   f.Events,
+		events:    map[int]*event{},
+		opts:      o,
+		usecs:     usecClock(f),
+	}
+}
+
+// usecClock reports whether trace-cmd shows the file's timestamps as
+// seconds.microseconds: for the clocks that count nanoseconds.
+func usecClock(f *tracedat.File) bool {
+	for _, o := range f.Options {
+		if o.ID == tracedat.OptionTSC2NSec {
+			return true
+		}
+	}
+	switch c := f.Clock; c {
+	case "local", "global", "uptime", "perf", "tai", "tsc2nsec":
+		return true
+	default:
+		return len(c) >= 4 && c[:4] == "mono"
+	}
+}
+
+// cpuCount is what trace-cmd prints as cpus=N: the CPUs of the traced
+// system, or more if the data names a higher CPU.
+func cpuCount(f *tracedat.File) int {
+	n := f.CPUCount
+	for _, b := range f.Buffers {
+		for _, c := range b.CPUs {
+			n = max(n, c.CPU+1)
+		}
+	}
+	return n
+}
+
+// Text prints the records of f's top instance as trace-cmd report (3.1.6,
+// with libtraceevent 1.7 and its plugins) does, byte for byte: "cpus=N",
+// then one line per record, and "CPU:N [K EVENTS DROPPED]" where the
+// kernel lost records.
+func Text(w io.Writer, f *tracedat.File, o Options) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	p := newPrinter(f, o)
+	line := make([]byte, 0, 512)
+	line = append(line, "cpus="...)
+	line = strconv.AppendInt(line, int64(cpuCount(f)), 10)
+	line = append(line, '\n')
+	bw.Write(line)
+	it := f.Records(o.CPUs...)
+	p.src = &recSource{it: it}
+	for p.src.next() {
+		r := p.src.cur
+		var fm *parse.Format
+		ev := p.eventFor(p.recordType(r.Data))
+		if ev != nil {
+			fm = ev.format
+		}
+		if o.Filter != nil && !o.Filter(fm, &r) {
+			continue
+		}
+		line = p.line(line[:0], &r, ev)
+		if _, err := bw.Write(line); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		bw.Flush()
+		return fmt.Errorf("read records: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// recordType is the record's common_type.
+func (p *printer) recordType(data []byte) int {
+	return int(p.readNum(data, 0, 2))
+}
+
+// recordPid is the record's common_pid.
+func (p *printer) recordPid(data []byte) int32 {
+	return int32(p.readNum(data, 4, 4))
+}
+
+// line formats one record and its newline, after the dropped-events note
+// that goes before it.
+func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
+	switch {
+	case tr.Missed > 0:
+		b = append(b, "CPU:"...)
+		b = strconv.AppendInt(b, int64(tr.CPU), 10)
+		b = append(b, " ["...)
+		b = strconv.AppendInt(b, tr.Missed, 10)
+		b = append(b, " EVENTS DROPPED]\n"...)
+	case tr.Missed < 0:
+		b = append(b, "CPU:"...)
+		b = strconv.AppendInt(b, int64(tr.CPU), 10)
+		b = append(b, " [EVENTS DROPPED]\n"...)
+	}
+	if ev == nil {
+		b = append(b, "[UNKNOWN EVENT][UNKNOWN EVENT] (NULL):               [UNKNOWN EVENT]\n"...)
+		return b
+	}
+	r := rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
+	pid := p.recordPid(tr.Data)
+	comm := p.comms.find(pid)
+	b = appendSpaces(b, 16-len(comm))
+	b = append(b, comm...)
+	b = append(b, '-')
+	n := len(b)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = appendSpaces(b, 5-(len(b)-n))
+	b = append(b, " ["...)
+	if tr.CPU < 100 {
+		b = append(b, '0')
+	}
+	if tr.CPU < 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, int64(tr.CPU), 10)
+	b = append(b, ']')
+	switch {
+	case !p.usecs:
+		b = appendTime(b, tr.TS, 12, 0)
+	case p.opts.NsTimestamps:
+		b = append(b, ' ')
+		b = appendTime(b, tr.TS, 9, 1)
+	default:
+		b = append(b, ' ')
+		b = appendTime(b, tr.TS, 6, 1000)
+	}
+	b = append(b, ": "...)
+	b = append(b, ev.name...)
+	b = append(b, ": "...)
+	b = appendSpaces(b, 20-len(ev.name))
+	start := len(b)
+	if p.opts.Raw {
+		b = p.rawFields(b, &r)
+	} else {
+		pretty := true
+		if ev.handler != nil {
+			b, pretty = ev.handler(p, b, &r)
+		}
+		if pretty {
+			b = p.pretty(b, &r)
+		}
+	}
+	// trace-cmd drops one newline that ends the event's text, and its
+	// printf stops at a NUL.
+	if len(b) > start && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
+	}
+	if i := bytes.IndexByte(b[start:], 0); i >= 0 {
+		b = b[:start+i]
+	}
+	return append(b, '\n')
+}
+
+// appendTime is libtraceevent's print_event_time: the timestamp divided
+// by div (rounded), as "%5llu.%0*llu" with prec decimals.
+func appendTime(b []byte, ts uint64, prec int, div uint64) []byte {
+	if div > 0 {
+		ts = (ts + div/2) / div
+	}
+	p10 := uint64(1)
+	for i := 0; i < prec; i++ {
+		p10 *= 10
+	}
+	if p10 == 1 {
+		s := strconv.AppendUint(nil, ts, 10)
+		b = appendSpaces(b, 12-len(s))
+		return append(b, s...)
+	}
+	s := strconv.AppendUint(nil, ts/p10, 10)
+	b = appendSpaces(b, 5-len(s))
+	b = append(b, s...)
+	b = append(b, '.')
+	frac := strconv.AppendUint(nil, ts%p10, 10)
+	for i := len(frac); i < prec; i++ {
+		b = append(b, '0')
+	}
+	return append(b, frac...)
+}

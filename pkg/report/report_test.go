@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+var update = flag.Bool("update", false, "regenerate the golden files with trace-cmd report")
+
+// sampleDat is the sample trace.dat of the reference, which package
+// tracedat keeps.
+const sampleDat = "../tracedat/testdata/sched_switch.dat"
+
+func openDat(tb testing.TB, path string) *tracedat.File {
+	tb.Helper()
+	f, err := tracedat.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
+// traceCmd runs trace-cmd report with args on a file, for -update.
+func traceCmd(tb testing.TB, dat string, args ...string) []byte {
+	tb.Helper()
+	cmd := exec.Command("trace-cmd", append(append([]string{"report"}, args...), "-i", dat)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("trace-cmd report %s -i %s: %v\n%s", strings.Join(args, " "), dat, err, stderr.Bytes())
+	}
+	return out
+}
+
+// checkGolden compares got with the golden file, which -update rewrites
+// with want() (trace-cmd's output).
+func checkGolden(t *testing.T, golden string, got []byte, want func() []byte) {
+	t.Helper()
+	if *update && want != nil {
+		if err := os.WriteFile(golden, want(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, w) {
+		t.Errorf("output differs from %s:\n%s", golden, firstDiff(w, got))
+	}
+}
+
+// firstDiff shows the first line where got differs from want.
+func firstDiff(want, got []byte) string {
+	wl := strings.Split(string(want), "\n")
+	gl := strings.Split(string(got), "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\n  want " + w + "\n  got  " + g
+		}
+	}
+	return "(no line differs)"
+}
+
+func text(tb testing.TB, f *tracedat.File, o Options) []byte {
+	tb.Helper()
+	var b bytes.Buffer
+	if err := Text(&b, f, o); err != nil {
+		tb.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSample checks the reference sample: trace-cmd report, report -R.
+func TestSample(t *testing.T) {
+	f := openDat(t, sampleDat)
+	for _, tt := range []struct {
+		golden string
+		o      Options
+		args   []string
+	}{
+		{"sched_switch.report.txt", Options{}, nil},
+		{"sched_switch.report-R.txt", Options{Raw: true}, []string{"-R"}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			checkGolden(t, filepath.Join("testdata", "sample", tt.golden), text(t, f, tt.o), nil)
+		})
+	}
+}
+
+// TestCaptured compares files captured on a 6.18 kernel with what
+// trace-cmd report printed for them: testdata/captured/X.dat against
+// X.report.txt, X.report-R.txt and, where present, X.report-t.txt.
+func TestCaptured(t *testing.T) {
+	dats, _ := filepath.Glob(filepath.Join("testdata", "captured", "*.dat"))
+	if len(dats) == 0 {
+		t.Fatal("no captured files")
+	}
+	for _, dat := range dats {
+		base := strings.TrimSuffix(dat, ".dat")
+		f := openDat(t, dat)
+		for _, tt := range []struct {
+			suffix string
+			o      Options
+			args   []string
+		}{
+			{".report.txt", Options{}, nil},
+			{".report-R.txt", Options{Raw: true}, []string{"-R"}},
+			{".report-t.txt", Options{NsTimestamps: true}, []string{"-t"}},
+		} {
+			golden := base + tt.suffix
+			if _, err := os.Stat(golden); err != nil {
+				continue
+			}
+			t.Run(filepath.Base(golden), func(t *testing.T) {
+				checkGolden(t, golden, text(t, f, tt.o), func() []byte { return traceCmd(t, dat, tt.args...) })
+			})
+		}
+	}
+}
+
+// TestCPUs checks the CPU selection (trace-cmd report --cpu 1).
+func TestCPUs(t *testing.T) {
+	f := openDat(t, sampleDat)
+	checkGolden(t, filepath.Join("testdata", "sample", "sched_switch.report-cpu1.txt"), text(t, f, Options{CPUs: []int{1}}),
+		func() []byte { return traceCmd(t, sampleDat, "--cpu", "1") })
+}
