@@ -16,6 +16,7 @@ import (
 )
 
 type histOptions struct {
+	Input    string // a trace.dat file: aggregate its records instead of live events
 	Events   []string
 	Raw      string // a kernel 'hist:...' string
 	Keys     []string
@@ -71,6 +72,9 @@ attached, and gtrace exits with CMD's exit status.`,
   # print every second, starting afresh each time
   gtrace hist -e sched:sched_switch -k prev_comm --interval 1s --clear
 
+  # the same hist over a recording, offline (gtrace record or trace-cmd)
+  gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
+
   # show the plan and the generated BPF, load nothing
   gtrace hist -e raw_syscalls:sys_enter -k id.syscall --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -97,6 +101,9 @@ attached, and gtrace exits with CMD's exit status.`,
 			if !oneOf(o.Format, histFormats) {
 				return usagef("invalid --format %q: want one of %s", o.Format, strings.Join(histFormats, ", "))
 			}
+			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.DryRun) {
+				return usagef("-i reads a recorded file: --duration, --interval, -P, --dry-run and -- CMD apply to live hists only")
+			}
 			if o.Clear && o.Interval == 0 {
 				return usagef("--clear needs --interval")
 			}
@@ -106,10 +113,14 @@ attached, and gtrace exits with CMD's exit status.`,
 			if runF != nil {
 				return runF(o)
 			}
+			if o.Input != "" {
+				return runHistFile(c.Context(), d, o)
+			}
 			return runHist(c.Context(), d, o)
 		},
 	}
 	f := c.Flags()
+	f.StringVarP(&o.Input, "input", "i", "", "aggregate the events of this trace.dat file (gtrace record or trace-cmd) instead of live events")
 	f.StringArrayVarP(&o.Events, "event", "e", nil, "event to aggregate, SYS:EVENT (repeatable: one hist per event)")
 	f.StringSliceVarP(&o.Keys, "keys", "k", nil, "keys: FIELD[.MODIFIER][,...] (at most 3)")
 	f.StringSliceVar(&o.Vals, "vals", nil, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
@@ -254,6 +265,39 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		return &exitStatus{code: status}
 	}
 	return nil
+}
+
+// runHistFile runs the hist over the records of a trace.dat file.
+func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
+	spec, err := histSpec(o)
+	if err != nil {
+		return err
+	}
+	f, err := openTrace(o.Input)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var tables []*hist.Table
+	var infos []string
+	var damage error
+	for _, ev := range o.Events {
+		t, err := hist.RunFile(ctx, spec, f, ev, hist.FileOptions{})
+		if t == nil {
+			return spec.Locate(err)
+		}
+		if err != nil {
+			// A damaged or cut file: print what could be read, then fail.
+			damage = fmt.Errorf("%s: %w (the hist above counts the records before the damage)", o.Input, err)
+		}
+		t.Sort()
+		tables = append(tables, t)
+		infos = append(infos, spec.String()+" [active]")
+	}
+	if err := hist.Write(d.Out, o.Format, tables, infos, hist.FileResolver(f)); err != nil {
+		return err
+	}
+	return damage
 }
 
 func printHists(d *Deps, o *histOptions, lives []*hist.Live, info string, clear bool) error {

@@ -48,7 +48,7 @@ func runDeps(d *Deps, args ...string) int {
 	root.SetArgs(args)
 	root.SetOut(d.Out)
 	root.SetErr(d.Err)
-	return report(d.Err, root.ExecuteContext(context.Background()))
+	return handleError(d.Err, root.ExecuteContext(context.Background()))
 }
 
 func TestHistCmdFlags(t *testing.T) {

@@ -209,9 +209,9 @@ func TestPrivilegedVerifierRejectionReport(t *testing.T) {
 		t.Fatal("loading a bad program succeeded")
 	}
 	var b bytes.Buffer
-	code := report(&b, &listingError{err: err, listing: "THE LISTING\n"})
+	code := handleError(&b, &listingError{err: err, listing: "THE LISTING\n"})
 	out := b.String()
 	if code != exitFailure || !strings.Contains(out, "verifier log (last lines):\n") || !strings.Contains(out, "R2 !read_ok") || !strings.HasSuffix(out, "program:\nTHE LISTING\n") {
-		t.Errorf("report() = %d,\n%s", code, out)
+		t.Errorf("handleError() = %d,\n%s", code, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/tracefs"
@@ -59,7 +60,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	return report(stderr, err)
+	return handleError(stderr, err)
 }
 
 func newRootCmd(d *Deps) *cobra.Command {
@@ -79,12 +80,12 @@ CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err}
 	})
-	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil))
+	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil), newRecordCmd(d, nil), newReportCmd(d, nil))
 	return root
 }
 
-// report prints err the way users need it and returns the exit status.
-func report(w io.Writer, err error) int {
+// handleError prints err the way users need it and returns the exit status.
+func handleError(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -102,7 +103,7 @@ func report(w io.Writer, err error) int {
 		fmt.Fprintf(w, "gtrace: %v\nRun 'gtrace --help' for usage.\n", err)
 		return exitUsage
 	}
-	if errors.Is(err, tracefs.ErrNoEvent) {
+	if errors.Is(err, tracefs.ErrNoEvent) || errors.Is(err, hist.ErrNoEvent) {
 		fmt.Fprintf(w, "gtrace: %v\n", err)
 		return exitUsage
 	}

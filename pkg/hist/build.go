@@ -1,6 +1,7 @@
 package hist
 
 import (
+	"strings"
 	"fmt"
 	"io"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/syscalls"
+	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
 // Build resolves spec against an event's format, binds its filter and
@@ -45,6 +47,23 @@ func Write(w io.Writer, format string, tables []*Table, triggerInfo []string, r 
 		return WriteTable(w, tables, triggerInfo, r)
 	}
 	return fmt.Errorf("unknown output format %q", format)
+}
+
+// FileResolver names syscalls for the architecture a trace.dat file was
+// recorded on (from its uname) and resolves addresses with its kallsyms.
+func FileResolver(f *tracedat.File) Resolver {
+	arch := runtime.GOARCH
+	if fields := strings.Fields(f.Uname); len(fields) > 0 {
+		if a := syscalls.ArchFromMachine(fields[len(fields)-1]); a != "" {
+			arch = a
+		}
+	}
+	syms, _ := ksym.Parse(strings.NewReader(f.Kallsyms))
+	return Resolver{
+		Syscall:   func(nr uint64) (string, bool) { return syscalls.Name(arch, nr) },
+		Sym:       syms.Sym,
+		SymOffset: syms.SymOffset,
+	}
 }
 
 // LocalResolver names syscalls for this machine's architecture and
