@@ -1,10 +1,10 @@
 package hist
 
 import (
-	"strings"
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
