@@ -38,10 +38,7 @@ func recordLive(t *testing.T, args ...string) (string, int) {
 // it fails the test if trace-cmd writes anything to stderr.
 func traceCmdReport(t *testing.T, file string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("trace-cmd"); err != nil {
-		t.Skip("trace-cmd is not installed: the recording cannot be checked against it")
-	}
-	c := exec.Command("trace-cmd", append([]string{"report", "-i", file}, args...)...)
+	c := exec.Command(requireTraceCmd(t), append([]string{"report", "-i", file}, args...)...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	if err := c.Run(); err != nil || errb.Len() > 0 {
@@ -84,6 +81,16 @@ func TestPrivilegedRecordGetppid(t *testing.T) {
 	}
 	if strings.Contains(report, "EVENTS DROPPED") {
 		t.Error("events were dropped")
+	}
+	// gtrace reads its own file exactly as trace-cmd does, and its offline
+	// hist counts the same calls.
+	if mine, errOut, code := run(t, "report", "-i", file); code != 0 || mine != report {
+		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, firstDiff(mine, report))
+	}
+	hist, errOut, code := run(t, "hist", "-i", file, "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall")
+	line := regexp.MustCompile(`(?m)^\{ common_pid: ` + regexp.QuoteMeta(comm) + ` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)$`).FindAllStringSubmatch(hist, -1)
+	if code != 0 || len(line) != 1 || line[0][1] != strconv.Itoa(n) {
+		t.Errorf("gtrace hist -i: exit %d (%s), getppid lines %v, want one with hitcount %d:\n%s", code, errOut, line, n, hist)
 	}
 	// mono timestamps are seconds since boot (less any suspend): close
 	// to /proc/uptime, and in order on each CPU.
