@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -19,14 +20,14 @@ import (
 //
 // Polling: the programs never wake the reader. After each look at its
 // ring, the reader estimates how fast the ring fills from what arrived
-// since the last look, and sleeps until it would be a quarter full, at
+// since the last look, and sleeps until it would be an eighth full, at
 // most maxWait; an idle reader backs off from minWait to maxWait. Waits
 // shorter than spinWait are not worth a sleep: the reader looks again at
-// once. An 8 MiB ring holds about 20 ms of a syscall storm on one CPU,
-// several times maxWait.
+// once. An 8 MiB ring holds about 18 ms of a syscall storm on one CPU;
+// the margin is for sleeps that overshoot on a busy machine.
 const (
 	minWait  = time.Millisecond
-	maxWait  = 8 * time.Millisecond
+	maxWait  = 4 * time.Millisecond
 	spinWait = 50 * time.Microsecond
 	// drainWait bounds how long the final drain waits for records that
 	// programs reserved but have not submitted.
@@ -132,8 +133,8 @@ func nextWait(prev time.Duration, pending uint64, elapsed time.Duration, size in
 	if pending == 0 {
 		return min(max(2*prev, minWait), maxWait)
 	}
-	// The time to fill a quarter of the ring at the rate seen.
-	return min(time.Duration(float64(elapsed)*float64(size/4)/float64(pending)), maxWait)
+	// The time to fill an eighth of the ring at the rate seen.
+	return min(time.Duration(float64(elapsed)*float64(size/8)/float64(pending)), maxWait)
 }
 
 // poll copies the batches the ring holds into chunks, then marks the
@@ -233,6 +234,10 @@ func (r *reader) write() error {
 			err = r.writeChunk(c)
 		}
 		r.free <- c
+		// Let a reader whose sleep is over have this P: with GOMAXPROCS
+		// Ps and as many busy writers, it would wait for the scheduler
+		// to preempt one, up to 10 ms.
+		runtime.Gosched()
 		if now := time.Now(); err == nil && now.Sub(flushed) >= flushEvery {
 			err = r.sink.FlushPages()
 			flushed = now

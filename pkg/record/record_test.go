@@ -383,12 +383,12 @@ func TestNextWait(t *testing.T) {
 		want    time.Duration
 	}{
 		{0, 0, ms, minWait},                       // idle: back off from minWait
-		{2 * ms, 0, ms, 4 * ms},                   // ... doubling
+		{ms, 0, ms, 2 * ms},                       // ... doubling
 		{maxWait, 0, ms, maxWait},                 // ... up to maxWait
-		{ms, 1 << 10, 2 * ms, maxWait},            // slow: a quarter of the ring is far away
-		{ms, 1 << 18, 2 * ms, 2 * ms},             // a quarter filled since the last look: the same again
-		{ms, 1 << 20, 2 * ms, ms / 2},             // the whole ring: look four times as often
-		{0, 1 << 20, 10 * time.Microsecond, 2500}, // a full ring at once: spin
+		{ms, 1 << 10, 2 * ms, maxWait},            // slow: an eighth of the ring is far away
+		{ms, 1 << 17, 2 * ms, 2 * ms},             // an eighth filled since the last look: the same again
+		{ms, 1 << 20, 2 * ms, ms / 4},             // the whole ring: look eight times as often
+		{0, 1 << 20, 10 * time.Microsecond, 1250}, // a full ring at once: spin
 	}
 	for _, tc := range cases {
 		if got := nextWait(tc.prev, tc.pending, tc.elapsed, 1<<20); got != tc.want {
