@@ -88,7 +88,7 @@ func TestPrivilegedRecordGetppid(t *testing.T) {
 		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, firstDiff(mine, report))
 	}
 	hist, errOut, code := run(t, "hist", "-i", file, "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall")
-	line := regexp.MustCompile(`(?m)^\{ common_pid: ` + regexp.QuoteMeta(comm) + ` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)$`).FindAllStringSubmatch(hist, -1)
+	line := regexp.MustCompile(`(?m)^\{ common_pid: `+regexp.QuoteMeta(comm)+` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)$`).FindAllStringSubmatch(hist, -1)
 	if code != 0 || len(line) != 1 || line[0][1] != strconv.Itoa(n) {
 		t.Errorf("gtrace hist -i: exit %d (%s), getppid lines %v, want one with hitcount %d:\n%s", code, errOut, line, n, hist)
 	}
@@ -192,4 +192,29 @@ func TestPrivilegedRecordExitStatusZstd(t *testing.T) {
 		t.Fatalf("exit status %d, want the command's 3; stderr:\n%s", code, errOut)
 	}
 	traceCmdReport(t, file)
+}
+
+// TestPrivilegedRecordPID records the system calls of one process given
+// with -P, and of no other.
+func TestPrivilegedRecordPID(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	sh := exec.Command("sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 0.05; done")
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Wait()
+	file := filepath.Join(t.TempDir(), "pid.dat")
+	pid := strconv.Itoa(sh.Process.Pid)
+	if errOut, code := recordLive(t, "-e", "raw_syscalls:sys_enter", "-P", pid, "--duration", "300ms", "-o", file); code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := regexp.MustCompile(`(?m)^ *\S+-(\d+) +\[\d+\] +\d+\.\d+: sys_enter: `).FindAllStringSubmatch(traceCmdReport(t, file), -1)
+	if len(lines) == 0 {
+		t.Fatal("no system calls of the shell recorded")
+	}
+	for _, m := range lines {
+		if m[1] != pid {
+			t.Fatalf("a system call of pid %s recorded, want only %s", m[1], pid)
+		}
+	}
 }
