@@ -93,7 +93,13 @@ tmp=$(mktemp -d)
 out=${dir:-$tmp}
 tracer=
 cleanup() {
+	# SIGINT first: recordbench restores the tracefs settings it changed.
 	if [[ -n $tracer ]]; then
+		kill -INT "$tracer" 2>/dev/null || true
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$tracer" 2>/dev/null || break
+			sleep 0.05
+		done
 		kill -KILL "$tracer" 2>/dev/null || true
 		wait "$tracer" 2>/dev/null || true
 	fi
