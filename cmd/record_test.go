@@ -15,12 +15,11 @@ import (
 // execRecord runs gtrace record with args and d, as the root command
 // would, and returns its error.
 func execRecord(d *Deps, args ...string) error {
-	c := newRecordCmd(d, nil)
-	c.SetArgs(args)
-	c.SetOut(d.Out)
-	c.SetErr(d.Err)
-	c.SilenceErrors, c.SilenceUsage = true, true
-	return c.ExecuteContext(context.Background())
+	root := newRootCmd(d)
+	root.SetArgs(append([]string{"record"}, args...))
+	root.SetOut(d.Out)
+	root.SetErr(d.Err)
+	return root.ExecuteContext(context.Background())
 }
 
 // TestRecordCmdFilterOrder checks that each -f goes with the -e before it

@@ -131,7 +131,7 @@ func (e *listingError) Unwrap() error { return e.err }
 // wrong number of args).
 func isCobraUsage(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least"} {
 		if strings.Contains(msg, p) {
 			return true
 		}
