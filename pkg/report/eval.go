@@ -21,10 +21,14 @@ type rec struct {
 func (p *printer) evalNum(r *rec, n *node) uint64 {
 	switch n.kind {
 	case nAtom:
+		if n.numOK {
+			return n.num
+		}
 		v := parse.CStrtoull(n.text)
 		if v == 0 {
 			v = p.symbolValue(n)
 		}
+		n.num, n.numOK = v, true
 		return v
 	case nField:
 		f := n.field
@@ -59,7 +63,7 @@ func (p *printer) symbolValue(n *node) uint64 {
 	if n.text == "" || n.text[0] >= '0' && n.text[0] <= '9' {
 		return 0
 	}
-	v := p.funcs.lookupName(n.text)
+	v := p.syms().lookupName(n.text)
 	n.text = strconv.FormatInt(int64(v), 10)
 	return v
 }
@@ -476,7 +480,7 @@ func (p *printer) printPointer(b []byte, r *rec, s *seg, plen int) []byte {
 	switch c {
 	case 'F', 'f', 'S', 's':
 		v := p.evalNum(r, n)
-		if e, ok := p.funcs.find(v); ok {
+		if e, ok := p.syms().find(v); ok {
 			b = append(b, e.name...)
 			if c == 'F' || c == 'S' {
 				b = append(b, "+0x"...)
@@ -871,7 +875,10 @@ func (p *printer) printSeg(b []byte, r *rec, s *seg) []byte {
 		return append(b, s.text...)
 	case segDigit:
 		v := p.evalNum(r, s.arg)
-		spec := s.spec.star(plen, hasLen && plen >= 0)
+		if !hasLen {
+			return s.spec.appendInt(b, v)
+		}
+		spec := s.spec.star(plen, plen >= 0)
 		return spec.appendInt(b, v)
 	case segPointer:
 		if !hasLen {
@@ -879,8 +886,11 @@ func (p *printer) printSeg(b []byte, r *rec, s *seg) []byte {
 		}
 		return p.printPointer(b, r, s, plen)
 	}
-	spec := s.spec.star(plen, hasLen && plen >= 0)
-	if hasLen && plen < 0 {
+	if !hasLen {
+		return p.printStr(b, r, &s.spec, s.arg)
+	}
+	spec := s.spec.star(plen, plen >= 0)
+	if plen < 0 {
 		// libtraceevent then calls printf without the '*' argument; the
 		// libtraceevent of trace-cmd 3.1.6 (Debian) ends up printing the
 		// spec itself in place of the string.

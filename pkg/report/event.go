@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -261,6 +262,7 @@ func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bo
 					}
 					s.spec.bits = lsBits(ls)
 				}
+				s.spec.finish()
 				segs = append(segs, s)
 				break scan
 			default:
@@ -279,26 +281,39 @@ func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bo
 
 // eventFor returns the compiled event of a record's type, or nil.
 func (p *printer) eventFor(id int) *event {
-	if ev, ok := p.events[id]; ok {
-		return ev
-	}
-	e, ok := p.formats[id]
-	if !ok {
-		p.events[id] = nil
+	if id < 0 || id >= len(p.events) {
 		return nil
 	}
-	ev := p.compileEvent(e.Format, e.Text)
-	p.events[id] = ev
-	return ev
+	if p.compiled[id] {
+		return p.events[id]
+	}
+	p.compiled[id] = true
+	if e, ok := p.formats[id]; ok {
+		p.events[id] = p.compileEvent(e.Format, e.Text)
+	}
+	return p.events[id]
 }
 
-// fieldValue is the number a field holds, unsigned, as tep_read_number
+// readNum is the number a field holds, unsigned, as tep_read_number
 // reads it: 0 when the field runs past the record or has an odd size.
 func (p *printer) readNum(data []byte, off, size int) uint64 {
 	if off < 0 || off+size > len(data) {
 		return 0
 	}
 	b := data[off : off+size]
+	if !p.bigEndian {
+		switch size {
+		case 1:
+			return uint64(b[0])
+		case 2:
+			return uint64(binary.LittleEndian.Uint16(b))
+		case 4:
+			return uint64(binary.LittleEndian.Uint32(b))
+		case 8:
+			return binary.LittleEndian.Uint64(b)
+		}
+		return 0
+	}
 	switch size {
 	case 1:
 		return uint64(b[0])

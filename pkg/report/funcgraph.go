@@ -122,7 +122,7 @@ func (p *printer) graphLeaf(b []byte, r, ret *rec) []byte {
 	if !ok {
 		return append(b, '!')
 	}
-	if e, ok := p.funcs.find(fn); ok {
+	if e, ok := p.syms().find(fn); ok {
 		b = append(b, e.name...)
 	} else {
 		b = appendHex(b, fn)
@@ -141,7 +141,7 @@ func (p *printer) graphNested(b []byte, r *rec) []byte {
 	if !ok {
 		return append(b, '!')
 	}
-	if e, ok := p.funcs.find(fn); ok {
+	if e, ok := p.syms().find(fn); ok {
 		b = append(b, e.name...)
 	} else {
 		b = appendHex(b, fn)

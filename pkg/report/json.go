@@ -30,12 +30,15 @@ func JSON(w io.Writer, f *tracedat.File, o Options) error {
 		tr := it.Record()
 		id := p.recordType(tr.Data)
 		ev := p.eventFor(id)
-		var fm *parse.Format
-		if ev != nil {
-			fm = ev.format
-		}
-		if o.Filter != nil && !o.Filter(fm, &tr) {
-			continue
+		if o.Filter != nil {
+			var fm *parse.Format
+			if ev != nil {
+				fm = ev.format
+			}
+			p.tr = tr
+			if !o.Filter(fm, &p.tr) {
+				continue
+			}
 		}
 		b = p.jsonRecord(b[:0], &tr, ev, id)
 		if _, err := bw.Write(b); err != nil {
@@ -74,16 +77,17 @@ func (p *printer) jsonRecord(b []byte, tr *tracedat.Record, ev *event, id int) [
 	b = append(b, `,"event":`...)
 	b = appendJSONString(b, []byte(ev.full))
 	b = append(b, `,"fields":{`...)
-	r := rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
+	r := &p.rec
+	*r = rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
 	for i, f := range ev.fields {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendJSONString(b, []byte(f.name))
 		b = append(b, ':')
-		b = p.jsonValue(b, &r, f)
+		b = p.jsonValue(b, r, f)
 	}
-	p.learnComms(&r)
+	p.learnComms(r)
 	return append(b, "}}\n"...)
 }
 

@@ -42,6 +42,8 @@ type node struct {
 	syms  []sym
 	args  []*node // helper arguments; flags and symbolic: args[0]
 	fn    *helperFunc
+	num   uint64 // atom: its value, when known
+	numOK bool
 }
 
 // sym is a __print_flags or __print_symbolic entry.

@@ -245,6 +245,7 @@ func kvmMMURole(p *printer, b []byte, r *rec) ([]byte, bool) {
 	} else {
 		b = append(b, "sync"...)
 	}
+	p.nul = true
 	return append(b, 0), false
 }
 

@@ -198,7 +198,7 @@ func callSite(p *printer, b []byte, r *rec) ([]byte, bool) {
 		return b, true
 	}
 	v := p.readNum(r.data, f.offset, f.size)
-	e, ok := p.funcs.find(v)
+	e, ok := p.syms().find(v)
 	if !ok {
 		return b, true
 	}
@@ -239,7 +239,7 @@ func (p *printer) funcField(b []byte, r *rec, name string) []byte {
 		return b
 	}
 	var tmp []byte
-	if e, ok := p.funcs.find(v); ok {
+	if e, ok := p.syms().find(v); ok {
 		tmp = append(tmp, e.name...)
 		tmp = append(tmp, "/0x"...)
 		tmp = appendHex(tmp, e.addr-v)
@@ -391,12 +391,12 @@ func function(p *printer, b []byte, r *rec) ([]byte, bool) {
 	if !ok {
 		return append(b, '!'), true
 	}
-	fn, fnOK := p.funcs.find(ip)
+	fn, fnOK := p.syms().find(ip)
 	b, pip, ok := p.fieldVal(b, r, "parent_ip", true)
 	if !ok {
 		return append(b, '!'), true
 	}
-	parent, parentOK := p.funcs.find(pip)
+	parent, parentOK := p.syms().find(pip)
 	index := 0
 	if parentOK {
 		child := ""
@@ -462,7 +462,7 @@ func kernelStack(p *printer, b []byte, r *rec) ([]byte, bool) {
 		if (p.longSize == 8 && addr == ^uint64(0)) || uint32(addr) == ^uint32(0) {
 			break
 		}
-		if e, ok := p.funcs.find(addr); ok {
+		if e, ok := p.syms().find(addr); ok {
 			b = append(b, "=> "...)
 			b = append(b, e.name...)
 			b = append(b, " ("...)
@@ -513,6 +513,6 @@ func funcRepeats(p *printer, b []byte, r *rec) ([]byte, bool) {
 	b = append(b, " (count: "...)
 	b = strconv.AppendInt(b, int64(count), 10)
 	b = append(b, "  last_ts: "...)
-	b = appendTime(b, r.ts-(top<<32|bottom), 6, 1000)
+	b = p.appendTS(b, r.ts-(top<<32|bottom))
 	return append(b, ')'), false
 }

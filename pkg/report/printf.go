@@ -18,6 +18,7 @@ type cspec struct {
 	verb                           byte
 	bits                           int // integer conversions: 8, 16, 32 or 64
 	literal                        string
+	plain                          bool // see finish
 }
 
 // newCspec builds the specification of a conversion piece.
@@ -93,6 +94,7 @@ func (c cspec) star(v int, ok bool) cspec {
 	if !ok {
 		return c
 	}
+	c.plain = false
 	switch {
 	case c.widthStar:
 		if v < 0 {
@@ -111,6 +113,17 @@ func (c cspec) star(v int, ok bool) cspec {
 // appendInt appends v converted as by printf with this specification
 // (verb d i u x X o; other verbs print as d).
 func (c *cspec) appendInt(b []byte, v uint64) []byte {
+	if c.plain {
+		// No flags, width or precision: the common case.
+		switch c.verb {
+		case 'd', 'i':
+			return strconv.AppendInt(b, signExtend(v, c.bits/8), 10)
+		case 'u':
+			return strconv.AppendUint(b, v&c.mask(), 10)
+		case 'x':
+			return strconv.AppendUint(b, v&c.mask(), 16)
+		}
+	}
 	neg := false
 	switch c.bits {
 	case 8:
@@ -194,6 +207,20 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 }
 
 func (c *cspec) signed() bool { return c.verb == 'd' || c.verb == 'i' }
+
+// mask keeps the bits of the conversion's size.
+func (c *cspec) mask() uint64 {
+	if c.bits >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(c.bits) - 1
+}
+
+// finish notes whether the spec is plain: no flags, width or precision.
+func (c *cspec) finish() {
+	c.plain = !c.minus && !c.zero && !c.hash && !c.plus && !c.space && c.width == 0 &&
+		!c.widthStar && c.prec < 0 && !c.precStar && c.literal == ""
+}
 
 // appendStr appends s as by printf's %s with this specification.
 func (c *cspec) appendStr(b []byte, s []byte) []byte {

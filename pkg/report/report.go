@@ -33,14 +33,19 @@ type Options struct {
 type printer struct {
 	longSize  int
 	bigEndian bool
-	funcs     *funcMap
+	funcs     *funcMap // built from kallsyms on first use
+	kallsyms  string
 	printk    printkMap
 	comms     *comms
 	formats   map[int]*tracedat.Event
-	events    map[int]*event
+	events    []*event // by ID, once compiled
+	compiled  []bool
 	fstacks   []*funcStack
 	insn      []byte // the kvm plugin's instruction bytes buffer
+	nul       bool   // a handler printed a NUL
 	src       *recSource
+	rec       rec             // the record being printed
+	tr        tracedat.Record // the record Filter sees
 	opts      Options
 	usecs     bool // timestamps are shown in seconds.microseconds
 }
@@ -53,14 +58,23 @@ func newPrinter(f *tracedat.File, o Options) *printer {
 	return &printer{
 		longSize:  long,
 		bigEndian: f.BigEndian,
-		funcs:     newFuncMap(f.Kallsyms),
+		kallsyms:  f.Kallsyms,
 		printk:    newPrintkMap(f.Printk),
 		comms:     newComms(f.Cmdlines),
 		formats:   f.Events,
-		events:    map[int]*event{},
+		events:    make([]*event, 1<<16),
+		compiled:  make([]bool, 1<<16),
 		opts:      o,
 		usecs:     usecClock(f),
 	}
+}
+
+// syms returns the kernel symbols, parsing kallsyms the first time.
+func (p *printer) syms() *funcMap {
+	if p.funcs == nil {
+		p.funcs = newFuncMap(p.kallsyms)
+	}
+	return p.funcs
 }
 
 // usecClock reports whether trace-cmd shows the file's timestamps as
@@ -98,7 +112,7 @@ func cpuCount(f *tracedat.File) int {
 func Text(w io.Writer, f *tracedat.File, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	p := newPrinter(f, o)
-	line := make([]byte, 0, 512)
+	line := bw.AvailableBuffer()
 	line = append(line, "cpus="...)
 	line = strconv.AppendInt(line, int64(cpuCount(f)), 10)
 	line = append(line, '\n')
@@ -106,16 +120,20 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 	it := f.Records(o.CPUs...)
 	p.src = &recSource{it: it}
 	for p.src.next() {
-		r := p.src.cur
-		var fm *parse.Format
+		r := &p.src.cur
 		ev := p.eventFor(p.recordType(r.Data))
-		if ev != nil {
-			fm = ev.format
+		if o.Filter != nil {
+			var fm *parse.Format
+			if ev != nil {
+				fm = ev.format
+			}
+			p.tr = *r
+			if !o.Filter(fm, &p.tr) {
+				continue
+			}
 		}
-		if o.Filter != nil && !o.Filter(fm, &r) {
-			continue
-		}
-		line = p.line(line[:0], &r, ev)
+		// Formatting into the writer's free space saves a copy.
+		line = p.line(bw.AvailableBuffer(), r, ev)
 		if _, err := bw.Write(line); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
@@ -159,7 +177,8 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 		b = append(b, "[UNKNOWN EVENT][UNKNOWN EVENT] (NULL):               [UNKNOWN EVENT]\n"...)
 		return b
 	}
-	r := rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
+	r := &p.rec
+	*r = rec{ev: ev, data: tr.Data, cpu: tr.CPU, ts: tr.TS}
 	pid := p.recordPid(tr.Data)
 	comm := p.comms.find(pid)
 	b = appendSpaces(b, 16-len(comm))
@@ -177,30 +196,24 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 	}
 	b = strconv.AppendInt(b, int64(tr.CPU), 10)
 	b = append(b, ']')
-	switch {
-	case !p.usecs:
-		b = appendTime(b, tr.TS, 12, 0)
-	case p.opts.NsTimestamps:
+	if p.usecs {
 		b = append(b, ' ')
-		b = appendTime(b, tr.TS, 9, 1)
-	default:
-		b = append(b, ' ')
-		b = appendTime(b, tr.TS, 6, 1000)
 	}
+	b = p.appendTS(b, tr.TS)
 	b = append(b, ": "...)
 	b = append(b, ev.name...)
 	b = append(b, ": "...)
 	b = appendSpaces(b, 20-len(ev.name))
 	start := len(b)
 	if p.opts.Raw {
-		b = p.rawFields(b, &r)
+		b = p.rawFields(b, r)
 	} else {
 		pretty := true
 		if ev.handler != nil {
-			b, pretty = ev.handler(p, b, &r)
+			b, pretty = ev.handler(p, b, r)
 		}
 		if pretty {
-			b = p.pretty(b, &r)
+			b = p.pretty(b, r)
 		}
 	}
 	// trace-cmd drops one newline that ends the event's text, and its
@@ -208,14 +221,31 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 	if len(b) > start && b[len(b)-1] == '\n' {
 		b = b[:len(b)-1]
 	}
-	if i := bytes.IndexByte(b[start:], 0); i >= 0 {
-		b = b[:start+i]
+	if p.nul {
+		p.nul = false
+		if i := bytes.IndexByte(b[start:], 0); i >= 0 {
+			b = b[:start+i]
+		}
 	}
 	return append(b, '\n')
 }
 
+// appendTS appends a timestamp as trace-cmd shows it: seconds with 6
+// decimals (9 with -t) for clocks in nanoseconds, else ticks / 10^12 with
+// 12 decimals (its "%12d" format read as precision 12).
+func (p *printer) appendTS(b []byte, ts uint64) []byte {
+	switch {
+	case !p.usecs:
+		return appendTime(b, ts, 12, 0)
+	case p.opts.NsTimestamps:
+		return appendTime(b, ts, 9, 1)
+	}
+	return appendTime(b, ts, 6, 1000)
+}
+
 // appendTime is libtraceevent's print_event_time: the timestamp divided
-// by div (rounded), as "%5llu.%0*llu" with prec decimals.
+// by div (rounded), as "%5llu.%0*llu" with prec decimals, or as "%12llu"
+// when prec is 0.
 func appendTime(b []byte, ts uint64, prec int, div uint64) []byte {
 	if div > 0 {
 		ts = (ts + div/2) / div
@@ -225,17 +255,47 @@ func appendTime(b []byte, ts uint64, prec int, div uint64) []byte {
 		p10 *= 10
 	}
 	if p10 == 1 {
-		s := strconv.AppendUint(nil, ts, 10)
-		b = appendSpaces(b, 12-len(s))
-		return append(b, s...)
+		return appendPadded(b, ts, 12, ' ')
 	}
-	s := strconv.AppendUint(nil, ts/p10, 10)
-	b = appendSpaces(b, 5-len(s))
-	b = append(b, s...)
+	sec, frac := ts/p10, ts%p10
+	if sec < 100000 && prec <= 12 {
+		// "%5llu.%0*llu" in one go: the common case.
+		var d [18]byte
+		n := 6 + prec
+		for i := n - 1; i > 5; i-- {
+			d[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		d[5] = '.'
+		for i := 4; i >= 0; i-- {
+			if sec == 0 && i < 4 {
+				d[i] = ' '
+				continue
+			}
+			d[i] = byte('0' + sec%10)
+			sec /= 10
+		}
+		return append(b, d[:n]...)
+	}
+	b = appendPadded(b, sec, 5, ' ')
 	b = append(b, '.')
-	frac := strconv.AppendUint(nil, ts%p10, 10)
-	for i := len(frac); i < prec; i++ {
-		b = append(b, '0')
+	return appendPadded(b, frac, prec, '0')
+}
+
+// appendPadded appends v in decimal, right-aligned in width with pad.
+func appendPadded(b []byte, v uint64, width int, pad byte) []byte {
+	var d [20]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
 	}
-	return append(b, frac...)
+	for n := len(d) - i; n < width; n++ {
+		b = append(b, pad)
+	}
+	return append(b, d[i:]...)
 }
