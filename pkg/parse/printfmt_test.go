@@ -258,18 +258,21 @@ func TestCastValue(t *testing.T) {
 // TestParsePrintFmtNewline checks print fmts as format files end them,
 // with a newline, also after an operator chain.
 func TestParsePrintFmtNewline(t *testing.T) {
-	for _, src := range []string{
-		"\"%d\", REC->a\n",
-		"\"%d %d\", REC->a, REC->a == REC->b\n",
-		"\"%d %d\", REC->a, 1UL << REC->b\n",
+	for _, tt := range []struct {
+		src  string
+		args int
+	}{
+		{"\"%d\", REC->a\n", 1},
+		{"\"%d %d\", REC->a, REC->a == REC->b\n", 2},
+		{"\"%d %d\", REC->a, 1UL << REC->b\n", 2},
 	} {
-		pf, err := ParsePrintFmt("t", src)
+		pf, err := ParsePrintFmt("t", tt.src)
 		if err != nil {
-			t.Errorf("ParsePrintFmt(%q) = %v", src, err)
+			t.Errorf("ParsePrintFmt(%q) = %v", tt.src, err)
 			continue
 		}
-		if got := len(ParseFormatPieces(pf.Format)) / 2; len(pf.Args) != strings.Count(pf.Format, "%") {
-			t.Errorf("ParsePrintFmt(%q) has %d arguments for %d pieces", src, len(pf.Args), got)
+		if len(pf.Args) != tt.args {
+			t.Errorf("ParsePrintFmt(%q) has %d arguments, want %d", tt.src, len(pf.Args), tt.args)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -16,8 +17,9 @@ import (
 //	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{"prev_comm":"bash",...}}
 //
 // Fields hold the event's own fields: numbers as numbers (signed fields
-// sign extended), char arrays and dynamic strings as strings, other arrays
-// as arrays of numbers. A record after lost events has "missed": the count
+// sign extended), arrays of char (static or dynamic) as strings up to
+// their NUL, other arrays as arrays of numbers of their element type
+// (bytes for types such as cpumask_t or structs). A record after lost events has "missed": the count
 // lost, or -1 when the kernel did not store it. A record of an event the
 // file has no format for has "event":"unknown" and its "id", and no
 // fields. The comm is found as Text finds it.
@@ -94,34 +96,24 @@ func (p *printer) jsonRecord(b []byte, tr *tracedat.Record, ev *event, id int) [
 // jsonValue appends a field's value.
 func (p *printer) jsonValue(b []byte, r *rec, f *field) []byte {
 	data := r.data
-	switch f.pf.Class {
-	case parse.ClassString, parse.ClassDataLoc, parse.ClassRelLoc:
-		if f.flags&fString != 0 {
-			return appendJSONString(b, f.pf.Bytes(data))
+	t := f.typ
+	if !strings.HasSuffix(t, "]") && f.flags&fDynamic == 0 {
+		v := p.readNum(data, f.offset, f.size)
+		if f.flags&fSigned != 0 {
+			return strconv.AppendInt(b, signExtend(v, f.size), 10)
 		}
-		off, n := f.offset, f.size
-		if f.flags&fDynamic != 0 {
-			off, n = p.dynOffset(f, data)
-		}
-		return p.jsonArray(b, clip(data, off, n), f)
-	case parse.ClassArray:
-		return p.jsonArray(b, clip(data, f.offset, f.size), f)
+		return strconv.AppendUint(b, v, 10)
 	}
-	v := p.readNum(data, f.offset, f.size)
-	if f.flags&fSigned != 0 {
-		return strconv.AppendInt(b, signExtend(v, f.size), 10)
+	off, n := f.offset, f.size
+	if f.flags&fDynamic != 0 {
+		off, n = p.dynOffset(f, data)
+	} else if n == 0 {
+		n = len(data) - off // a flexible array runs to the end
 	}
-	return strconv.AppendUint(b, v, 10)
-}
-
-// jsonArray appends an array of numbers of the field's element size (bytes
-// when it has none).
-func (p *printer) jsonArray(b, buf []byte, f *field) []byte {
-	size := f.elementSize
-	switch size {
-	case 1, 2, 4, 8:
-	default:
-		size = 1
+	buf := clip(data, off, n)
+	size, signed, str := p.elemType(t)
+	if str {
+		return appendJSONString(b, cstr(buf))
 	}
 	b = append(b, '[')
 	for i := 0; i+size <= len(buf); i += size {
@@ -129,13 +121,49 @@ func (p *printer) jsonArray(b, buf []byte, f *field) []byte {
 			b = append(b, ',')
 		}
 		v := p.readNum(buf, i, size)
-		if f.flags&fSigned != 0 {
+		if signed {
 			b = strconv.AppendInt(b, signExtend(v, size), 10)
 		} else {
 			b = strconv.AppendUint(b, v, 10)
 		}
 	}
 	return append(b, ']')
+}
+
+// elemType reads the element type of an array field's C type ("u32[]",
+// "__data_loc char[]", "unsigned long[6]"): its size (1 for types it does
+// not know, such as structs), whether it is signed, and whether the array
+// is text (char or const char).
+func (p *printer) elemType(t string) (size int, signed, str bool) {
+	t = strings.TrimPrefix(t, "__data_loc ")
+	t = strings.TrimPrefix(t, "__rel_loc ")
+	if i := strings.IndexByte(t, '['); i >= 0 {
+		t = strings.TrimSpace(t[:i])
+	}
+	t = strings.TrimPrefix(t, "const ")
+	switch t {
+	case "char":
+		return 1, true, true
+	case "s8", "__s8", "signed char":
+		return 1, true, false
+	case "s16", "__s16", "short", "signed short":
+		return 2, true, false
+	case "u16", "__u16", "unsigned short", "__le16", "__be16":
+		return 2, false, false
+	case "s32", "__s32", "int", "signed int", "pid_t":
+		return 4, true, false
+	case "u32", "__u32", "unsigned int", "unsigned", "__le32", "__be32", "gfp_t":
+		return 4, false, false
+	case "s64", "__s64", "long long", "signed long long":
+		return 8, true, false
+	case "u64", "__u64", "unsigned long long", "__le64", "__be64":
+		return 8, false, false
+	case "long", "signed long":
+		return p.longSize, true, false
+	case "unsigned long", "size_t":
+		return p.longSize, false, false
+	}
+	return 1, false, false
 }
 
 func signExtend(v uint64, size int) int64 {

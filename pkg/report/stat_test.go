@@ -1,0 +1,83 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// TestStat checks report --stat on a file with stored CPU statistics and
+// data on CPUs 0 and 2 of 4.
+func TestStat(t *testing.T) {
+	text := formatText("tick", 3000, []tfield{{"int n", 4, true}}, `"n=%d", REC->n`)
+	fm, err := parse.ParseFormat("tick", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := buildMeta{
+		formats: []tracedat.FormatText{{System: "gtrace", Text: text}},
+		cpus:    4,
+		stats:   []string{"entries: 0\noverrun: 0\n", "", "entries: 2\noverrun: 1\n"},
+	}
+	var recs []trec
+	for i := 0; i < 300; i++ {
+		recs = append(recs, trec{cpu: i % 3 & 2, ts: uint64(1000 + i), data: recordOf(t, fm, 1, map[string]any{"n": i})})
+	}
+	dat := buildDat(t, m, recs)
+	f := openDat(t, dat)
+	var b bytes.Buffer
+	if err := Stat(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, filepath.Join("testdata", "stat.txt"), b.Bytes(), func() []byte { return traceCmd(t, dat, "--stat") })
+}
+
+// TestStatCompressed checks that Stat refuses what it cannot know.
+func TestStatCompressed(t *testing.T) {
+	err := Stat(&bytes.Buffer{}, openDat(t, sampleDat))
+	if !errors.Is(err, ErrCompressedSize) {
+		t.Errorf("Stat(compressed sample) = %v, want ErrCompressedSize", err)
+	}
+}
+
+// TestJSON checks the JSON form of the helpers file.
+func TestJSON(t *testing.T) {
+	f := openDat(t, helperFile(t))
+	var b bytes.Buffer
+	if err := JSON(&b, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, filepath.Join("testdata", "helpers.json"), b.Bytes(), nil)
+}
+
+// TestFilter checks that Options.Filter sees every record and its format,
+// and drops the records it rejects.
+func TestFilter(t *testing.T) {
+	f := openDat(t, sampleDat)
+	n := 0
+	o := Options{Filter: func(fm *parse.Format, r *tracedat.Record) bool {
+		if fm == nil || fm.Name != "sched_switch" {
+			t.Errorf("Filter got format %v", fm)
+		}
+		n++
+		return r.CPU == 1
+	}}
+	got := text(t, f, o)
+	if n != 95 {
+		t.Errorf("Filter saw %d records, want 95", n)
+	}
+	if c := bytes.Count(got, []byte("\n")); c != 1+42 {
+		t.Errorf("Text with a CPU 1 filter printed %d lines, want 43", c)
+	}
+	var j bytes.Buffer
+	if err := JSON(&j, f, o); err != nil {
+		t.Fatal(err)
+	}
+	if c := bytes.Count(j.Bytes(), []byte("\n")); c != 42 {
+		t.Errorf("JSON with a CPU 1 filter printed %d lines, want 42", c)
+	}
+}
