@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,20 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
-// fakeDeps serves a tracefs tree made of the format files in
-// pkg/parse/testdata/format (named SYSTEM_EVENT.format).
+// fakeDeps serves a tracefs tree made of the real format files of
+// internal/testutil (named SYSTEM_EVENT.format).
 func fakeDeps(t *testing.T) (*Deps, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	root := t.TempDir()
-	files, err := filepath.Glob("../pkg/parse/testdata/format/*.format")
+	formats := testutil.FormatFiles()
+	files, err := fs.Glob(formats, "*.format")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no format fixtures: %v", err)
 	}
 	for _, p := range files {
-		b, err := os.ReadFile(p)
+		b, err := fs.ReadFile(formats, p)
 		if err != nil {
 			t.Fatal(err)
 		}

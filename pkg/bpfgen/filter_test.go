@@ -36,11 +36,7 @@ print fmt: "x"
 
 func bindTest(t *testing.T, src string) *parse.BoundFilter {
 	t.Helper()
-	f, err := parse.ParseFormat("format", filterFormat)
-	if err != nil {
-		t.Fatalf("ParseFormat: %+v", err)
-	}
-	f.System = "test"
+	f := format(t, filterFormat, "test")
 	e, err := parse.ParseFilter("f", src)
 	if err != nil {
 		t.Fatalf("ParseFilter(%q) = %+v", src, err)

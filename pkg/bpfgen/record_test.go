@@ -8,22 +8,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
-
-const sysEnterFormat = `name: sys_enter
-ID: 21
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:long id;	offset:8;	size:8;	signed:1;
-	field:unsigned long args[6];	offset:16;	size:48;	signed:0;
-
-print fmt: "NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)", REC->id, REC->args[0], REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]
-`
 
 func format(t *testing.T, src, system string) *parse.Format {
 	t.Helper()
@@ -53,7 +40,7 @@ func lines(insns asm.Instructions) string {
 }
 
 func TestRecordLayout(t *testing.T) {
-	fixed, dyn := RecordLayout(format(t, sysEnterFormat, "raw_syscalls"))
+	fixed, dyn := RecordLayout(testutil.Format(t, "raw_syscalls:sys_enter"))
 	if fixed != 64 || len(dyn) != 0 {
 		t.Errorf("RecordLayout(sys_enter) = %d, %d dynamic fields, want 64, 0", fixed, len(dyn))
 	}
@@ -68,7 +55,7 @@ func TestRecordLayout(t *testing.T) {
 // ring without a wakeup when full or old, lost batches counted, and 0
 // returned on every path.
 func TestRecordFixed(t *testing.T) {
-	f := format(t, sysEnterFormat, "raw_syscalls")
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
 	p, err := Record(recordSpec(RecordEvent{Format: f}))
 	if err != nil {
 		t.Fatal(err)
@@ -88,10 +75,10 @@ func TestRecordFixed(t *testing.T) {
 		"LdXMemW dst: r1 src: r8 off: 4 imm: 0\nStXAtomicAddDW dst: r0 src: r1 off: 0",  // lost += count
 		"StMemDW dst: r8 src: r0 off: 0 imm: 0\nStXMemDW dst: r8 src: r7 off: 8 imm: 0", // empty, first timestamp
 		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <out_1>\nMovReg dst: r2 src: r8\nAddReg dst: r2 src: r1\nStXMemDW dst: r2 src: r7 off: 16 imm: 0", limit),
-		"StMemDW dst: r7 src: r0 off: 8 imm: 64",                                           // length
-		"LdXMemDW dst: r1 src: r6 off: 8 imm: 0\nStXMemDW dst: r7 src: r1 off: 24 imm: 0",  // id, loaded from ctx
-		"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0", // args[5]
-		"OrImm dst: r1 imm: 21\nStXMemDW dst: r7 src: r1 off: 16 imm: 0",                   // common_type, common_pid
+		"StMemDW dst: r7 src: r0 off: 8 imm: 64",                                            // length
+		"LdXMemDW dst: r1 src: r6 off: 8 imm: 0\nStXMemDW dst: r7 src: r1 off: 24 imm: 0",   // id, loaded from ctx
+		"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0",  // args[5]
+		fmt.Sprintf("OrImm dst: r1 imm: %d\nStXMemDW dst: r7 src: r1 off: 16 imm: 0", f.ID), // common_type, common_pid
 		"MovImm dst: r1 imm: 80\nLdImmDW dst: r2 imm: 4294967296\nAddReg dst: r1 src: r2\nLdXMemDW dst: r3 src: r8 off: 0 imm: 0\nAddReg dst: r3 src: r1\nStXMemDW dst: r8 src: r3 off: 0 imm: 0",
 	} {
 		if !strings.Contains(got, frag) {
@@ -138,7 +125,7 @@ print fmt: "ret=%d", REC->ret
 		t.Errorf("a 13-byte record is not copied with a word and a byte load into a 32-byte sample:\n%s", got)
 	}
 
-	long := format(t, strings.Replace(sysEnterFormat, "unsigned long args[6];\toffset:16;\tsize:48;", "unsigned long args[60];\toffset:16;\tsize:480;", 1), "raw_syscalls")
+	long := format(t, strings.Replace(testutil.FormatText(t, "raw_syscalls:sys_enter"), "unsigned long args[6];\toffset:16;\tsize:48;", "unsigned long args[60];\toffset:16;\tsize:480;", 1), "raw_syscalls")
 	if p, err = Record(recordSpec(RecordEvent{Format: long})); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +170,7 @@ func TestRecordDynamic(t *testing.T) {
 }
 
 func TestRecordProcessesFilterClock(t *testing.T) {
-	f := format(t, sysEnterFormat, "raw_syscalls")
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
 	e, err := parse.ParseFilter("-f", "id == 110")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +210,7 @@ func TestRecordProcessesFilterClock(t *testing.T) {
 }
 
 func TestRecordErrors(t *testing.T) {
-	f := format(t, sysEnterFormat, "raw_syscalls")
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
 	cases := []struct {
 		name string
 		edit func(*RecordSpec)

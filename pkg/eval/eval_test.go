@@ -2,45 +2,16 @@ package eval
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
-// Formats as the kernel prints them (6.18, x86-64), plus one made-up
-// event for the field kinds no real event here has.
-const (
-	writeFormat = `name: sys_enter_write
-ID: 840
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
-	field:unsigned int fd;	offset:16;	size:8;	signed:0;
-	field:const char * buf;	offset:24;	size:8;	signed:0;
-	field:size_t count;	offset:32;	size:8;	signed:0;
-
-print fmt: "fd: 0x%08lx, buf: 0x%08lx, count: 0x%08lx", ((unsigned long)(REC->fd)), ((unsigned long)(REC->buf)), ((unsigned long)(REC->count))
-`
-	wakingFormat = `name: sched_waking
-ID: 361
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:char comm[16];	offset:8;	size:16;	signed:0;
-	field:pid_t pid;	offset:24;	size:4;	signed:1;
-	field:int prio;	offset:28;	size:4;	signed:1;
-	field:int target_cpu;	offset:32;	size:4;	signed:1;
-
-print fmt: "comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, REC->target_cpu
-`
-	madeUpFormat = `name: made_up
+// madeUpFormat is a made-up event with the field kinds that the real
+// formats of the tests (internal/testutil) lack.
+const madeUpFormat = `name: made_up
 ID: 7
 format:
 	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
@@ -59,7 +30,6 @@ format:
 
 print fmt: "name=%s", __get_str(name)
 `
-)
 
 func format(t testing.TB, src string) *parse.Format {
 	t.Helper()
@@ -146,7 +116,7 @@ func (r *record) bytes(name string, b []byte) *record {
 }
 
 func TestMatch(t *testing.T) {
-	write, waking, madeUp := format(t, writeFormat), format(t, wakingFormat), format(t, madeUpFormat)
+	write, waking, madeUp := testutil.Format(t, "syscalls:sys_enter_write"), testutil.Format(t, "sched:sched_waking"), format(t, madeUpFormat)
 	ctx := Context{PID: 42, CPU: 3, Comm: "kv_worker"}
 	w := func(fd, count uint64) []byte {
 		return newRecord(write).num("common_pid", 7).num("__syscall_nr", 1).num("fd", fd).num("count", count).buf
@@ -184,7 +154,7 @@ func TestMatch(t *testing.T) {
 		{write, "!(fd == 9 || count == 3)", w(1, 2), ctx, true},
 		{write, "!!(fd == 1)", w(1, 2), ctx, true},
 		{write, "fd == 1 && (count == 1 || count == 2) && !(count == 1)", w(1, 2), ctx, true},
-		{write, "common_type == 840", w(1, 2), ctx, true},
+		{write, fmt.Sprintf("common_type == %d", write.ID), w(1, 2), ctx, true},
 		{write, "common_pid == 42", w(1, 2), ctx, true},
 		{write, "common_pid == 7", w(1, 2), Context{PID: -1}, true},
 		{write, "common_pid == 42", w(1, 2), Context{PID: -1}, false},
@@ -277,7 +247,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestMatchAllocs(t *testing.T) {
-	f := format(t, writeFormat)
+	f := testutil.Format(t, "syscalls:sys_enter_write")
 	bf := bind(t, f, `fd == 1 && count > 10 || comm ~ "*sh" || comm ~ "b?sh"`)
 	rec := newRecord(f).num("fd", 2).buf
 	c := Context{PID: 1, CPU: 0, Comm: "bash"}
@@ -287,7 +257,7 @@ func TestMatchAllocs(t *testing.T) {
 }
 
 func BenchmarkMatch(b *testing.B) {
-	f := format(b, writeFormat)
+	f := testutil.Format(b, "syscalls:sys_enter_write")
 	bf := bind(b, f, `fd == 100 && count > 50 || comm ~ "*sh" && cpu & CPUS{0-3}`)
 	rec := newRecord(f).num("fd", 100).num("count", 10).buf
 	c := Context{PID: 1, CPU: 2, Comm: "bash"}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
@@ -84,7 +85,7 @@ func TestGlobAgainstPathMatch(t *testing.T) {
 // TestGlobForms checks that the fast forms the binder picks (exact,
 // prefix, suffix, substring) agree with full glob matching.
 func TestGlobForms(t *testing.T) {
-	f := format(t, writeFormat)
+	f := testutil.Format(t, "syscalls:sys_enter_write")
 	r := rand.New(rand.NewPCG(3, 4))
 	word := func(alphabet string, n int) string {
 		b := make([]byte, r.IntN(n))

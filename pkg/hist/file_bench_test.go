@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
@@ -26,7 +27,7 @@ func benchSysEnter(b *testing.B, perCPU int) *tracedat.File {
 		PageSize:    4096,
 		HeaderPage:  headerPage,
 		HeaderEvent: headerEvent,
-		Formats:     []tracedat.FormatText{{System: "raw_syscalls", Text: sysEnterFormat}},
+		Formats:     []tracedat.FormatText{{System: "raw_syscalls", Text: testutil.FormatText(b, "raw_syscalls:sys_enter")}},
 		Cmdlines:    testCmdlines,
 		CPUs:        2,
 	}, tracedat.WriteOptions{})
@@ -35,7 +36,7 @@ func benchSysEnter(b *testing.B, perCPU int) *tracedat.File {
 	}
 	defer w.Abort()
 	r := rand.New(rand.NewPCG(7, 7))
-	rec := sysEnter(0, 0)
+	rec := sysEnter(b, 0, 0)
 	for cpu := range 2 {
 		pw := w.CPU(cpu)
 		ts := uint64(1e9)

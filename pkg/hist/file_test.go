@@ -8,60 +8,19 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
-// Formats of the test files, as tracefs prints them.
+// Besides the real formats of raw_syscalls:sys_enter, sched:sched_switch
+// and sched:sched_process_exec (from internal/testutil), the test files
+// hold a made-up event and the headers, as tracefs prints them.
 const (
-	sysEnterFormat = `name: sys_enter
-ID: 21
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:long id;	offset:8;	size:8;	signed:1;
-	field:unsigned long args[6];	offset:16;	size:48;	signed:0;
-
-print fmt: "NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)", REC->id, REC->args[0], REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]
-`
-	switchFormat = `name: sched_switch
-ID: 372
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
-	field:pid_t prev_pid;	offset:24;	size:4;	signed:1;
-	field:int prev_prio;	offset:28;	size:4;	signed:1;
-	field:long prev_state;	offset:32;	size:8;	signed:1;
-	field:char next_comm[16];	offset:40;	size:16;	signed:0;
-	field:pid_t next_pid;	offset:56;	size:4;	signed:1;
-	field:int next_prio;	offset:60;	size:4;	signed:1;
-
-print fmt: "prev_comm=%s prev_pid=%d next_comm=%s next_pid=%d", REC->prev_comm, REC->prev_pid, REC->next_comm, REC->next_pid
-`
-	execFormat = `name: sched_process_exec
-ID: 365
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:__data_loc char[] filename;	offset:8;	size:4;	signed:0;
-	field:pid_t pid;	offset:12;	size:4;	signed:1;
-	field:pid_t old_pid;	offset:16;	size:4;	signed:1;
-
-print fmt: "filename=%s pid=%d old_pid=%d", __get_str(filename), REC->pid, REC->old_pid
-`
 	// fooSwitchFormat is an event of another system with the name
 	// sched_switch, to make the bare name ambiguous.
 	fooSwitchFormat = `name: sched_switch
@@ -106,9 +65,9 @@ func writeFile(tb testing.TB, cpus int, recs []fileRec) *tracedat.File {
 		HeaderPage:  headerPage,
 		HeaderEvent: headerEvent,
 		Formats: []tracedat.FormatText{
-			{System: "raw_syscalls", Text: sysEnterFormat},
-			{System: "sched", Text: switchFormat},
-			{System: "sched", Text: execFormat},
+			{System: "raw_syscalls", Text: testutil.FormatText(tb, "raw_syscalls:sys_enter")},
+			{System: "sched", Text: testutil.FormatText(tb, "sched:sched_switch")},
+			{System: "sched", Text: testutil.FormatText(tb, "sched:sched_process_exec")},
 			{System: "foo", Text: fooSwitchFormat},
 		},
 		Cmdlines: testCmdlines,
@@ -138,6 +97,20 @@ func writeFile(tb testing.TB, cpus int, recs []fileRec) *tracedat.File {
 	return f
 }
 
+// eventIDs caches eventID's answers: the tests make many records.
+var eventIDs sync.Map
+
+// eventID is the ID of a real format (the records' common_type).
+func eventID(tb testing.TB, name string) uint16 {
+	tb.Helper()
+	if id, ok := eventIDs.Load(name); ok {
+		return id.(uint16)
+	}
+	id := uint16(testutil.Format(tb, name).ID)
+	eventIDs.Store(name, id)
+	return id
+}
+
 func header(typ uint16, pid int32, size int) []byte {
 	b := make([]byte, size)
 	binary.LittleEndian.PutUint16(b, typ)
@@ -145,14 +118,14 @@ func header(typ uint16, pid int32, size int) []byte {
 	return b
 }
 
-func sysEnter(pid int32, id int64) []byte {
-	b := header(21, pid, 64)
+func sysEnter(tb testing.TB, pid int32, id int64) []byte {
+	b := header(eventID(tb, "raw_syscalls:sys_enter"), pid, 64)
 	binary.LittleEndian.PutUint64(b[8:], uint64(id))
 	return b
 }
 
-func schedSwitch(pid int32, prevComm string, prevPID, prevPrio int32, nextComm string, nextPID, nextPrio int32) []byte {
-	b := header(372, pid, 64)
+func schedSwitch(tb testing.TB, pid int32, prevComm string, prevPID, prevPrio int32, nextComm string, nextPID, nextPrio int32) []byte {
+	b := header(eventID(tb, "sched:sched_switch"), pid, 64)
 	copy(b[8:24], prevComm)
 	binary.LittleEndian.PutUint32(b[24:], uint32(prevPID))
 	binary.LittleEndian.PutUint32(b[28:], uint32(prevPrio))
@@ -162,9 +135,9 @@ func schedSwitch(pid int32, prevComm string, prevPID, prevPrio int32, nextComm s
 	return b
 }
 
-func exec(pid int32, filename string) []byte {
+func exec(tb testing.TB, pid int32, filename string) []byte {
 	n := len(filename) + 1
-	b := header(365, pid, (20+n+3)&^3)
+	b := header(eventID(tb, "sched:sched_process_exec"), pid, (20+n+3)&^3)
 	binary.LittleEndian.PutUint32(b[8:], uint32(n)<<16|20)
 	binary.LittleEndian.PutUint32(b[12:], uint32(pid))
 	copy(b[20:], filename)
@@ -240,7 +213,7 @@ func TestRunFile(t *testing.T) {
 	pids := []int32{0, 100, 101, 102, 103, 104, 105, 106, 107, 4242, -5}
 	longName := "/usr/lib/" + strings.Repeat("x", 300)
 	switchRecs := randomRecs(4, 3000, 1, func(r *rand.Rand, cpu int) []byte {
-		return schedSwitch(pids[r.IntN(len(pids))], comms[r.IntN(len(comms))], int32(r.IntN(40)), int32(r.IntN(140)),
+		return schedSwitch(t, pids[r.IntN(len(pids))], comms[r.IntN(len(comms))], int32(r.IntN(40)), int32(r.IntN(140)),
 			comms[r.IntN(len(comms))], int32(r.IntN(40)), int32(r.IntN(140)-20))
 	})
 	sysRecs := randomRecs(4, 5000, 2, func(r *rand.Rand, cpu int) []byte {
@@ -249,12 +222,12 @@ func TestRunFile(t *testing.T) {
 		if r.IntN(10) == 0 {
 			pid = pids[r.IntN(len(pids))]
 		}
-		return sysEnter(pid, int64(r.IntN(60))-2)
+		return sysEnter(t, pid, int64(r.IntN(60))-2)
 	})
 	mixed := append(append([]fileRec(nil), switchRecs...), sysRecs...)
 	execRecs := randomRecs(2, 500, 3, func(r *rand.Rand, cpu int) []byte {
 		names := []string{"/bin/sh", "/usr/bin/make", "", longName, longName + "y"}
-		return exec(pids[r.IntN(len(pids))], names[r.IntN(len(names))])
+		return exec(t, pids[r.IntN(len(pids))], names[r.IntN(len(names))])
 	})
 	for _, tc := range []struct {
 		name  string
@@ -272,9 +245,9 @@ func TestRunFile(t *testing.T) {
 		{"string_keys", 4, mixed, "sched:sched_switch", "keys=next_comm,prev_comm:vals=prev_prio,next_prio:sort=next_prio.descending"},
 		{"string_filter", 4, switchRecs, "sched:sched_switch", `keys=prev_pid,common_pid.execname:vals=next_prio if next_comm ~ "kworker*" && prev_prio < 100`},
 		{"data_loc_key", 2, execRecs, "sched_process_exec", "keys=filename,pid"},
-		{"one_cpu", 1, randomRecs(1, 2000, 4, func(r *rand.Rand, _ int) []byte { return sysEnter(pids[r.IntN(4)], int64(r.IntN(40))) }), "sys_enter", "keys=common_pid,id"},
+		{"one_cpu", 1, randomRecs(1, 2000, 4, func(r *rand.Rand, _ int) []byte { return sysEnter(t, pids[r.IntN(4)], int64(r.IntN(40))) }), "sys_enter", "keys=common_pid,id"},
 		{"full_table", 2, randomRecs(2, 3000, 5, func(r *rand.Rand, cpu int) []byte {
-			return sysEnter(int32(100+cpu), int64(r.IntN(200)))
+			return sysEnter(t, int32(100+cpu), int64(r.IntN(200)))
 		}), "sys_enter", "keys=common_pid,id:size=128"},
 		{"full_table_execname", 4, sysRecs, "sys_enter", "keys=common_pid.execname,id:vals=id:size=128"},
 		{"no_records", 2, nil, "sys_enter", "keys=id"},
@@ -312,10 +285,10 @@ func TestRunFile(t *testing.T) {
 func TestRunFileFullOrder(t *testing.T) {
 	var recs []fileRec
 	for i := range 200 {
-		recs = append(recs, fileRec{cpu: 1, ts: uint64(100 + i), data: sysEnter(101, int64(i))})
+		recs = append(recs, fileRec{cpu: 1, ts: uint64(100 + i), data: sysEnter(t, 101, int64(i))})
 	}
 	for i := range 200 {
-		recs = append(recs, fileRec{cpu: 0, ts: uint64(1000 + i), data: sysEnter(100, int64(i))})
+		recs = append(recs, fileRec{cpu: 0, ts: uint64(1000 + i), data: sysEnter(t, 100, int64(i))})
 	}
 	f := writeFile(t, 2, recs)
 	spec, err := parse.ParseHist("hist", "keys=common_pid,id:size=128")
@@ -339,9 +312,9 @@ func TestRunFileFullOrder(t *testing.T) {
 // TestRunFileLost counts the events the ring buffer lost.
 func TestRunFileLost(t *testing.T) {
 	f := writeFile(t, 2, []fileRec{
-		{cpu: 0, ts: 10, data: sysEnter(100, 1)},
-		{cpu: 0, ts: 20, data: sysEnter(100, 1), lost: 5},
-		{cpu: 1, ts: 15, data: schedSwitch(0, "a", 1, 2, "b", 3, 4), lost: 7},
+		{cpu: 0, ts: 10, data: sysEnter(t, 100, 1)},
+		{cpu: 0, ts: 20, data: sysEnter(t, 100, 1), lost: 5},
+		{cpu: 1, ts: 15, data: schedSwitch(t, 0, "a", 1, 2, "b", 3, 4), lost: 7},
 	})
 	spec, err := parse.ParseHist("hist", "keys=id")
 	if err != nil {
@@ -356,7 +329,7 @@ func TestRunFileLost(t *testing.T) {
 }
 
 func TestRunFileErrors(t *testing.T) {
-	f := writeFile(t, 1, []fileRec{{cpu: 0, ts: 1, data: sysEnter(1, 1)}})
+	f := writeFile(t, 1, []fileRec{{cpu: 0, ts: 1, data: sysEnter(t, 1, 1)}})
 	run := func(event, hist string) error {
 		spec, err := parse.ParseHist("hist", hist)
 		if err != nil {
@@ -384,7 +357,7 @@ func TestRunFileErrors(t *testing.T) {
 }
 
 func TestRunFileCanceled(t *testing.T) {
-	f := writeFile(t, 2, randomRecs(2, 20000, 6, func(r *rand.Rand, cpu int) []byte { return sysEnter(100, int64(r.IntN(10))) }))
+	f := writeFile(t, 2, randomRecs(2, 20000, 6, func(r *rand.Rand, cpu int) []byte { return sysEnter(t, 100, int64(r.IntN(10))) }))
 	spec, err := parse.ParseHist("hist", "keys=id")
 	if err != nil {
 		t.Fatal(err)

@@ -1,39 +1,34 @@
-package parse
+// An external test, so that it may use internal/testutil, which imports
+// parse.
+package parse_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 	"testing"
-)
 
-func readFormat(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "format", name+".format"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
 
 func TestParseFormatFields(t *testing.T) {
 	tests := []struct {
-		file, field string
-		want        Field
+		event, field string
+		want         parse.Field
 	}{
-		{"raw_syscalls_sys_enter", "id", Field{Name: "id", Type: "long", Offset: 8, Size: 8, Signed: true, Class: ClassNumeric}},
-		{"raw_syscalls_sys_enter", "args", Field{Name: "args", Type: "unsigned long[6]", Offset: 16, Size: 48, Class: ClassArray, ArrayLen: 6}},
-		{"raw_syscalls_sys_enter", "common_pid", Field{Name: "common_pid", Type: "int", Offset: 4, Size: 4, Signed: true, Class: ClassNumeric, Common: true}},
-		{"sched_sched_switch", "prev_comm", Field{Name: "prev_comm", Type: "char[16]", Offset: 8, Size: 16, Class: ClassString, ArrayLen: 16}},
-		{"sched_sched_process_exec", "filename", Field{Name: "filename", Type: "__data_loc char[]", Offset: 8, Size: 4, Class: ClassDataLoc}},
-		{"syscalls_sys_enter_write", "buf", Field{Name: "buf", Type: "const char *", Offset: 24, Size: 8, Class: ClassStringPtr}},
-		{"syscalls_sys_enter_write", "fd", Field{Name: "fd", Type: "unsigned int", Offset: 16, Size: 8, Class: ClassNumeric}},
-		{"timer_hrtimer_start", "function", Field{Name: "function", Type: "void *", Offset: 16, Size: 8, Class: ClassNumeric}},
+		{"raw_syscalls:sys_enter", "id", parse.Field{Name: "id", Type: "long", Offset: 8, Size: 8, Signed: true, Class: parse.ClassNumeric}},
+		{"raw_syscalls:sys_enter", "args", parse.Field{Name: "args", Type: "unsigned long[6]", Offset: 16, Size: 48, Class: parse.ClassArray, ArrayLen: 6}},
+		{"raw_syscalls:sys_enter", "common_pid", parse.Field{Name: "common_pid", Type: "int", Offset: 4, Size: 4, Signed: true, Class: parse.ClassNumeric, Common: true}},
+		{"sched:sched_switch", "prev_comm", parse.Field{Name: "prev_comm", Type: "char[16]", Offset: 8, Size: 16, Class: parse.ClassString, ArrayLen: 16}},
+		{"sched:sched_process_exec", "filename", parse.Field{Name: "filename", Type: "__data_loc char[]", Offset: 8, Size: 4, Class: parse.ClassDataLoc}},
+		{"syscalls:sys_enter_write", "buf", parse.Field{Name: "buf", Type: "const char *", Offset: 24, Size: 8, Class: parse.ClassStringPtr}},
+		{"syscalls:sys_enter_write", "fd", parse.Field{Name: "fd", Type: "unsigned int", Offset: 16, Size: 8, Class: parse.ClassNumeric}},
+		{"timer:hrtimer_start", "function", parse.Field{Name: "function", Type: "void *", Offset: 16, Size: 8, Class: parse.ClassNumeric}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.file+"/"+tc.field, func(t *testing.T) {
-			f, err := ParseFormat(tc.file, readFormat(t, tc.file))
+		t.Run(tc.event+"/"+tc.field, func(t *testing.T) {
+			f, err := parse.ParseFormat(tc.event, testutil.FormatText(t, tc.event))
 			if err != nil {
 				t.Fatalf("ParseFormat() = %v", err)
 			}
@@ -46,7 +41,7 @@ func TestParseFormatFields(t *testing.T) {
 }
 
 func TestParseFormatHeader(t *testing.T) {
-	f, err := ParseFormat("x", readFormat(t, "sched_sched_switch"))
+	f, err := parse.ParseFormat("x", testutil.FormatText(t, "sched:sched_switch"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +67,15 @@ func TestParseFormatErrors(t *testing.T) {
 		{"name: x\nbogus\n", `unexpected line in format file`, 8},
 	}
 	for _, tc := range tests {
-		_, err := ParseFormat("f", tc.src)
-		var pe *Error
+		_, err := parse.ParseFormat("f", tc.src)
+		var pe *parse.Error
 		if !errors.As(err, &pe) || !strings.Contains(pe.Msg, tc.msg) || pe.Off != tc.off {
 			t.Errorf("ParseFormat(%q) = %v (off %d), want %q at %d", tc.src, err, offOf(pe), tc.msg, tc.off)
 		}
 	}
 }
 
-func offOf(e *Error) int {
+func offOf(e *parse.Error) int {
 	if e == nil {
 		return -1
 	}
@@ -88,7 +83,7 @@ func offOf(e *Error) int {
 }
 
 func TestFieldValueAndBytes(t *testing.T) {
-	f, err := ParseFormat("x", readFormat(t, "sched_sched_process_exec"))
+	f, err := parse.ParseFormat("x", testutil.FormatText(t, "sched:sched_process_exec"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,18 +106,18 @@ func TestFieldValueAndBytes(t *testing.T) {
 }
 
 func FuzzParseFormat(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "format", "*.format"))
+	files, _ := fs.Glob(testutil.FormatFiles(), "*.format")
 	for _, p := range files {
-		b, _ := os.ReadFile(p)
+		b, _ := fs.ReadFile(testutil.FormatFiles(), p)
 		f.Add(string(b))
 	}
 	f.Add("name: x\nID: 1\nformat:\n\tfield:char a[];\toffset:0;\tsize:0;\tsigned:0;\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		got, err := ParseFormat("fuzz", src)
+		got, err := parse.ParseFormat("fuzz", src)
 		if (got == nil) == (err == nil) {
 			t.Fatalf("ParseFormat() = %v, %v: want exactly one of format and error", got, err)
 		}
-		var pe *Error
+		var pe *parse.Error
 		if err != nil {
 			if !errors.As(err, &pe) || pe.Off < 0 || pe.End > len(src) || pe.Off > pe.End {
 				t.Fatalf("error %v has offsets outside the input", err)

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,13 +19,14 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
-// fakeTraceFS serves a tracefs tree made of the format files in
-// pkg/parse/testdata/format (named SYSTEM_EVENT.format), with the header
-// files and trace_clock of a 64-bit kernel.
+// fakeTraceFS serves a tracefs tree made of the real format files of
+// internal/testutil (named SYSTEM_EVENT.format), with the header files and
+// trace_clock of a 64-bit kernel.
 func fakeTraceFS(t *testing.T) *tracefs.FS {
 	t.Helper()
 	root := t.TempDir()
-	files, err := filepath.Glob("../parse/testdata/format/*.format")
+	formats := testutil.FormatFiles()
+	files, err := fs.Glob(formats, "*.format")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no format fixtures: %v", err)
 	}
@@ -37,7 +39,7 @@ func fakeTraceFS(t *testing.T) *tracefs.FS {
 		}
 	}
 	for _, p := range files {
-		b, err := os.ReadFile(p)
+		b, err := fs.ReadFile(formats, p)
 		if err != nil {
 			t.Fatal(err)
 		}
