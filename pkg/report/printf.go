@@ -121,7 +121,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 		case 'u':
 			return strconv.AppendUint(b, v&c.mask(), 10)
 		case 'x':
-			return strconv.AppendUint(b, v&c.mask(), 16)
+			return appendHex(b, v&c.mask())
 		}
 	}
 	neg := false
@@ -168,7 +168,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 	}
 	zeros := 0
 	if c.prec > len(d) {
-		zeros = c.prec - len(d)
+		zeros = min(c.prec, maxPad) - len(d)
 	}
 	if c.hash && c.verb == 'o' && zeros == 0 && (len(d) == 0 || d[0] != '0') {
 		zeros = 1
@@ -187,7 +187,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 		prefix = "0X"
 	}
 	n := len(prefix) + zeros + len(d)
-	pad := c.width - n
+	pad := min(c.width, maxPad) - n
 	if pad > 0 && !c.minus && c.zero && c.prec < 0 {
 		zeros += pad
 		pad = 0
@@ -241,18 +241,40 @@ func (c *cspec) appendStr(b []byte, s []byte) []byte {
 	return b
 }
 
+// maxPad bounds padding: a width read from a damaged record would have
+// trace-cmd print gigabytes of spaces.
+const maxPad = 32 << 20
+
+const spaces64 = "                                                                "
+
 func appendSpaces(b []byte, n int) []byte {
-	for ; n > 0; n-- {
+	if n <= len(spaces64) {
+		if n > 0 {
+			b = append(b, spaces64[:n]...)
+		}
+		return b
+	}
+	for n = min(n, maxPad); n > 0; n-- {
 		b = append(b, ' ')
 	}
 	return b
 }
 
 // appendHex appends v as %llx.
-func appendHex(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 16) }
+func appendHex(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	n := 1
+	for x := v >> 4; x != 0; x >>= 4 {
+		n++
+	}
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, digits[v>>(4*uint(i))&15])
+	}
+	return b
+}
 
 // append0x appends v as 0x%llx.
-func append0x(b []byte, v uint64) []byte { return strconv.AppendUint(append(b, "0x"...), v, 16) }
+func append0x(b []byte, v uint64) []byte { return appendHex(append(b, "0x"...), v) }
 
 // appendHex2 appends the byte as %02x.
 func appendHex2(b []byte, c byte) []byte {

@@ -1,0 +1,56 @@
+package report
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// FuzzRecord prints arbitrary record bytes with every test format and
+// plugin, plain and raw: no panic, one line per record.
+func FuzzRecord(f *testing.F) {
+	dat := openDat(f, sampleDat)
+	formats := map[int]*tracedat.Event{}
+	var ids []int
+	for i, e := range testEvents {
+		text := formatText(e.name, 3000+i, e.fields, e.printFmt)
+		fm, err := parse.ParseFormat(e.name, text)
+		if err != nil {
+			f.Fatal(err)
+		}
+		fm.System = "gtrace"
+		formats[fm.ID] = &tracedat.Event{Format: fm, Text: text}
+		ids = append(ids, fm.ID)
+	}
+	all := openDat(f, "testdata/captured/all2.dat")
+	for _, e := range all.Events {
+		for _, name := range pluginEvents {
+			if e.Format.FullName() == name {
+				formats[e.Format.ID] = e
+				ids = append(ids, e.Format.ID)
+			}
+		}
+	}
+	f.Add(uint16(0), []byte{}, false)
+	f.Add(uint16(3), []byte("\x00\x00\x00\x00\x05\x00\x00\x00abcdefgh\x10\x00\x04\x00xyz\x00"), true)
+	f.Add(uint16(40), make([]byte, 64), false)
+	f.Fuzz(func(t *testing.T, which uint16, data []byte, raw bool) {
+		p := newPrinter(dat, Options{Raw: raw})
+		p.kallsyms = helperKallsyms
+		p.printk = newPrintkMap(helperPrintk)
+		p.formats = formats
+		id := ids[int(which)%len(ids)]
+		rec := make([]byte, max(len(data), 8))
+		copy(rec, data)
+		binary.LittleEndian.PutUint16(rec, uint16(id))
+		for i := 0; i < 2; i++ {
+			tr := tracedat.Record{CPU: 1, TS: 12345, Data: rec}
+			line := p.line(nil, &tr, p.eventFor(id))
+			if len(line) == 0 || line[len(line)-1] != '\n' {
+				t.Fatalf("line %q does not end in a newline", line)
+			}
+		}
+	})
+}
