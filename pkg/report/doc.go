@@ -6,8 +6,19 @@
 // libtraceevent builds) and compiled against the event's fields; records
 // are then printed with libtraceevent's evaluation rules, including its
 // fallbacks: "[FAILED TO PARSE]" and raw fields for formats it cannot
-// parse, ">c<" for conversions it does not know (%c among them), the
-// plugins' own formats for sched_switch, sched_wakeup, kmem, hrtimer,
-// futex, tlb and ftrace function events, and the comm cache the
-// sched_switch plugin fills as it prints.
+// parse, ">c<" for conversions it does not know (%c, %+d and % d among
+// them), its operator precedence and associativity, reads past the end of
+// a record into the bytes that follow it in the page, the formats of the
+// plugins trace-cmd loads (sched_switch, sched_wakeup, kmem, hrtimer,
+// futex, tlb, function, kvm, and trace-cmd's own function graph), and the
+// comm cache the sched_switch plugin fills as it prints.
+//
+// What it does not reproduce: the mac80211, scsi and xen plugins (their
+// events print as "[FAILED TO PARSE]" where trace-cmd calls the plugins'
+// helpers); what glibc prints for a '*' width or precision taken from a
+// negative value (libtraceevent then passes printf one argument too few:
+// the output is the conversion's own text for "%.*s", undefined
+// otherwise); paddings over 32 MiB, which are cut there; instances other
+// than the top one and latency-format files; and, in Stat, files whose
+// CPU data is compressed (package tracedat does not give its size).
 package report
