@@ -2,7 +2,6 @@ package report
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,23 +9,12 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
-// ErrCompressedSize is returned by Stat for a file whose CPU data is
-// compressed: trace-cmd prints where the decompressed data would lie, and
-// package tracedat does not say how big it is.
-var ErrCompressedSize = errors.New("size of compressed CPU data unknown")
-
 // Stat prints what trace-cmd report --stat prints: "cpus=N", the kernel
 // buffer statistics stored in the file (its CPUSTAT options), and where
 // each CPU's data is.
 func Stat(w io.Writer, f *tracedat.File) error {
 	top := topBuffer(f)
-	if top != nil && top.Compressed {
-		for _, c := range top.CPUs {
-			if c.Size != 0 {
-				return fmt.Errorf("report stat: %w", ErrCompressedSize)
-			}
-		}
-	}
+	compressed := top != nil && top.Compressed
 	bw := bufio.NewWriter(w)
 	b := make([]byte, 0, 1024)
 	b = append(b, "cpus="...)
@@ -54,11 +42,23 @@ func Stat(w io.Writer, f *tracedat.File) error {
 	if f.Version < 7 {
 		n = max(n, f.CPUCount)
 	}
+	// For compressed data trace-cmd shows where each CPU's pages lie once
+	// decompressed: one after the other, from the first page on.
+	next := int64(f.PageSize)
 	for cpu := 0; cpu < n; cpu++ {
 		var off, size int64
 		for _, c := range f.CPUs {
-			if c.CPU == cpu {
-				off, size = c.Offset, c.Size
+			if c.CPU != cpu {
+				continue
+			}
+			off, size = c.Offset, c.Size
+			if compressed && c.Size != 0 {
+				var err error
+				if size, err = f.DataSize(c); err != nil {
+					return fmt.Errorf("report stat: %w", err)
+				}
+				off = next
+				next += size
 			}
 		}
 		b = append(b, "CPU"...)
