@@ -100,8 +100,10 @@ func ParseFormat(name, src string) (*Format, error) {
 		case trimmed == "format:":
 			inFields = true
 		case strings.HasPrefix(trimmed, "print fmt:"):
-			f.PrintFmt = strings.TrimSpace(trimmed[len("print fmt:"):])
-			// The print format is the rest of the file's last line.
+			// The print format runs to the end of the file: some events'
+			// formats span several lines.
+			start := lead + len("print fmt:")
+			f.PrintFmt = strings.TrimSpace(src[start:])
 			off = len(src)
 		case strings.HasPrefix(trimmed, "field:") && inFields:
 			fld, err := parseFieldLine(name, src, lead, trimmed)

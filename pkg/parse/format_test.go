@@ -133,3 +133,14 @@ func FuzzParseFormat(f *testing.F) {
 		}
 	})
 }
+
+func TestParseFormatMultiLinePrintFmt(t *testing.T) {
+	src := "name: x\nID: 1\nformat:\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"a=%d\\n\"\n\t\"b\", REC->a\n"
+	f, err := parse.ParseFormat("x", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"a=%d\\n\"\n\t\"b\", REC->a"; f.PrintFmt != want {
+		t.Errorf("PrintFmt = %q, want %q", f.PrintFmt, want)
+	}
+}
