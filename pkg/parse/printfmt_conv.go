@@ -48,9 +48,6 @@ type FmtPiece struct {
 // convScan are the bytes that may come between '%' and the verb.
 const convScan = "#hlLzZjt.0123456789-*+ "
 
-// convVerbs are the printk conversions.
-const convVerbs = "cdiuxXosp"
-
 // ParseFormatPieces splits a print fmt's format string (PrintFmt.Format)
 // into literal text and conversions. It never fails: a conversion
 // libtraceevent does not know has an unusual Verb, and a format that ends

@@ -290,16 +290,6 @@ func appendPointer(b []byte, v uint64) []byte {
 	return append0x(b, v)
 }
 
-// appendCString appends s up to its first NUL.
-func appendCString(b []byte, s []byte) []byte {
-	for i, c := range s {
-		if c == 0 {
-			return append(b, s[:i]...)
-		}
-	}
-	return append(b, s...)
-}
-
 // cstr returns s up to its first NUL.
 func cstr(s []byte) []byte {
 	for i, c := range s {
