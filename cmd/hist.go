@@ -67,7 +67,7 @@ attached, and gtrace exits with CMD's exit status.`,
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
 
   # a log2 histogram of write sizes of one command, as JSON
-  gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero bs=1k count=100
+  gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero of=/dev/null bs=1k count=100
 
   # print every second, starting afresh each time
   gtrace hist -e sched:sched_switch -k prev_comm --interval 1s --clear
