@@ -85,7 +85,7 @@ func TestPrivilegedRecordGetppid(t *testing.T) {
 	// gtrace reads its own file exactly as trace-cmd does, and its offline
 	// hist counts the same calls.
 	if mine, errOut, code := run(t, "report", "-i", file); code != 0 || mine != report {
-		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, firstDiff(mine, report))
+		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, testutil.FirstDiff(mine, report))
 	}
 	hist, errOut, code := run(t, "hist", "-i", file, "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall")
 	line := regexp.MustCompile(`(?m)^\{ common_pid: `+regexp.QuoteMeta(comm)+` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)$`).FindAllStringSubmatch(hist, -1)

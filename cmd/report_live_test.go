@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -103,26 +102,8 @@ func TestPrivilegedReportTraceCmdFiles(t *testing.T) {
 				t.Fatalf("%s %v: exit %d: %s", name, flags, code, errOut)
 			}
 			if got != want {
-				t.Errorf("%s %v: gtrace report differs from trace-cmd report:\n%s", name, flags, firstDiff(got, want))
+				t.Errorf("%s %v: gtrace report differs from trace-cmd report:\n%s", name, flags, testutil.FirstDiff(got, want))
 			}
 		}
 	}
-}
-
-// firstDiff shows the first differing line of two outputs.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return "line " + strconv.Itoa(i+1) + ":\n gtrace:    " + a + "\n trace-cmd: " + b
-		}
-	}
-	return "(same lines)"
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
 )
 
 const sample = "../pkg/tracedat/testdata/sched_switch.dat"
@@ -35,7 +37,7 @@ func TestReportSample(t *testing.T) {
 			t.Fatalf("gtrace %v: exit %d: %s", tc.args, code, errb)
 		}
 		if want := readGolden(t, tc.golden); out.String() != want {
-			t.Errorf("gtrace %v differs from trace-cmd:\n%s", tc.args, firstDiff(out.String(), want))
+			t.Errorf("gtrace %v differs from trace-cmd:\n%s", tc.args, testutil.FirstDiff(out.String(), want))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -202,7 +203,7 @@ func TestAllFormats(t *testing.T) {
 			}
 			got := text(t, f, tt.o)
 			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s:\n%s", golden, firstDiff(want, got))
+				t.Errorf("output differs from %s:\n%s", golden, testutil.FirstDiff(string(got), string(want)))
 			}
 		})
 	}

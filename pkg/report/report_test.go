@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
@@ -61,27 +61,8 @@ func checkGolden(t *testing.T, golden string, got []byte, want func() []byte) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, w) {
-		t.Errorf("output differs from %s:\n%s", golden, firstDiff(w, got))
+		t.Errorf("output differs from %s:\n%s", golden, testutil.FirstDiff(string(got), string(w)))
 	}
-}
-
-// firstDiff shows the first line where got differs from want.
-func firstDiff(want, got []byte) string {
-	wl := strings.Split(string(want), "\n")
-	gl := strings.Split(string(got), "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconv.Itoa(i+1) + ":\n  want " + w + "\n  got  " + g
-		}
-	}
-	return "(no line differs)"
 }
 
 func text(tb testing.TB, f *tracedat.File, o Options) []byte {
