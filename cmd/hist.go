@@ -39,7 +39,7 @@ var histFormats = []string{"text", "json", "csv", "table"}
 func newHistCmd(d *Deps, runF func(*histOptions) error) *cobra.Command {
 	o := &histOptions{}
 	c := &cobra.Command{
-		Use:   "hist -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-- CMD ARGS...]",
+		Use:   "hist -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-i FILE] [-- CMD ARGS...]",
 		Short: "Aggregate events into a histogram, like the kernel's hist triggers, in BPF",
 		Long: `Count events by keys and sum their fields, as the kernel's hist triggers do
 (Documentation/trace/histogram.rst), but in a BPF hash map, so it works on
