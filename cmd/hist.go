@@ -218,19 +218,11 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		}
 		lives = append(lives, l)
 	}
-	var done <-chan int
-	if held != nil {
-		done = held.Done()
-		if err := held.Release(); err != nil {
-			return err
-		}
+	end, err := startEnding(held, o.Duration)
+	if err != nil {
+		return err
 	}
-	var timeout <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		timeout = t.C
-	}
+	defer end.stop()
 	var tick <-chan time.Time
 	if o.Interval > 0 {
 		t := time.NewTicker(o.Interval)
@@ -241,16 +233,10 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	for status < 0 {
 		select {
 		case <-ctx.Done():
-			if held == nil {
-				status = 0
-				break
-			}
-			// The command got the terminal's signal too; wait for it to end.
-			held.Signal(os.Interrupt)
-			status = <-done
-		case <-timeout:
+			status = end.interrupted()
+		case <-end.timeout:
 			status = 0
-		case s := <-done:
+		case s := <-end.done:
 			status = s
 		case <-tick:
 			if err := printHists(d, o, lives, info, o.Clear); err != nil {
@@ -261,10 +247,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err := printHists(d, o, lives, info, false); err != nil {
 		return err
 	}
-	if held != nil && status != 0 {
-		return &exitStatus{code: status}
-	}
-	return nil
+	return end.result(status)
 }
 
 // runHistFile runs the hist over the records of a trace.dat file.

@@ -215,30 +215,18 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 		}
 		return err
 	}
-	var done <-chan int
-	if held != nil {
-		done = held.Done()
-		if err := held.Release(); err != nil {
-			_, _ = sess.Stop()
-			return err
-		}
+	end, err := startEnding(held, o.Duration)
+	if err != nil {
+		_, _ = sess.Stop()
+		return err
 	}
-	var timeout <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		timeout = t.C
-	}
+	defer end.stop()
 	status := 0
 	select {
 	case <-ctx.Done():
-		if held != nil {
-			// The command got the terminal's signal too; wait for it to end.
-			held.Signal(os.Interrupt)
-			status = <-done
-		}
-	case <-timeout:
-	case status = <-done:
+		status = end.interrupted()
+	case <-end.timeout:
+	case status = <-end.done:
 	case <-sess.Failed():
 	}
 	st, err := sess.Stop()
@@ -248,10 +236,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	if held != nil && status != 0 {
-		return &exitStatus{code: status}
-	}
-	return nil
+	return end.result(status)
 }
 
 // printRecordStats prints, per CPU, the events written and lost, then the
