@@ -1,23 +1,12 @@
 package parse
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// filterUpdate is -update, shared with the package's other golden tests:
-// whichever file initialises first defines it.
-var filterUpdate = func() flag.Value {
-	if f := flag.Lookup("update"); f != nil {
-		return f.Value
-	}
-	flag.Bool("update", false, "rewrite the golden files")
-	return flag.Lookup("update").Value
-}()
 
 // readTestFormat reads testdata/filter/SYSTEM.EVENT.format.
 func readTestFormat(tb testing.TB, stem string) *Format {
@@ -55,7 +44,7 @@ func TestBindFilterGolden(t *testing.T) {
 			src = strings.TrimSuffix(src, "\n")
 			got := bindReport(readTestFormat(t, stem), src)
 			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if filterUpdate.String() == "true" {
+			if *update {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -2,7 +2,6 @@ package parse
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,17 +9,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// histUpdate is -update: rewrite the golden files under testdata/hist. The
-// flag is shared with the package's other golden tests, so it is defined
-// only if no other test file has defined it.
-var histUpdate = func() flag.Value {
-	if f := flag.Lookup("update"); f != nil {
-		return f.Value
-	}
-	flag.Bool("update", false, "rewrite the golden files")
-	return flag.Lookup("update").Value
-}()
 
 // Every line of grammar §6.2 that has no variables or actions, without
 // the trailing state.
@@ -454,7 +442,7 @@ func TestParseHistGolden(t *testing.T) {
 				got = spec.String() + "\n"
 			}
 			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if histUpdate.String() == "true" {
+			if *update {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
