@@ -84,8 +84,6 @@ for m in gtrace native perf; do
 	fi
 	run_modes+=("$m")
 done
-have_bpftool=false
-command -v bpftool >/dev/null && have_bpftool=true
 tick_ns=$((1000000000 / $(getconf CLK_TCK)))
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -144,11 +142,9 @@ start() {
 	gtrace)
 		"$tmp/gtrace" record -e raw_syscalls:sys_enter -b "$kb" -o "$out/gtrace.dat" >"$tmp/stdout" 2>"$tmp/err" &
 		tracer=$!
-		if $have_bpftool; then
-			wait_for 'bpftool perf show 2>/dev/null | grep -Eq "^pid $tracer .* tracepoint +sys_enter$"'
-		else
-			sleep 1.5
-		fi
+		# gtrace records once both its links are made: the comm
+		# program's and sys_enter's (a raw tracepoint or a perf event).
+		wait_for '(($(grep -ls "^link_type:" /proc/$tracer/fdinfo/* 2>/dev/null | wc -l) >= 2))'
 		;;
 	native)
 		mkdir -p "$out/native"

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/record"
 )
 
@@ -106,10 +108,16 @@ func TestRecordCmdDryRun(t *testing.T) {
 	if err := execRecord(d, "-e", "sched:sched_switch", "-f", "prev_pid == 1", "-e", "raw_syscalls:sys_enter", "--dry-run"); err != nil {
 		t.Fatal(err)
 	}
+	// Where the kernel has BTF, sys_enter's records are built on its raw
+	// tracepoint (pkg/bpfgen/direct.go).
+	enter := "# gtrace_rec1: raw_syscalls:sys_enter (ID 443), 64-byte records\n"
+	if probe.HaveKernelBTF() && runtime.GOARCH == "amd64" {
+		enter = "# gtrace_rec1: raw_syscalls:sys_enter (ID 443), 64-byte records, built on raw tracepoint sys_enter\n"
+	}
 	for _, want := range []string{
 		"# gtrace_rec0: sched:sched_switch (ID ",
 		", filter prev_pid == 1\n",
-		"# gtrace_rec1: raw_syscalls:sys_enter (ID 443), 64-byte records\n",
+		enter,
 		"Call FnRingbufOutput",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -49,6 +49,16 @@ package bpfgen
 //	0   u32 bytes of samples in the batch (fill)
 //	4   u32 samples in the batch (count)
 //	8   u64 timestamp of the first sample
+//	16  u64 busy: 1 while a program fills the batch
+//
+// The kernel runs no two classic tracepoint programs on a CPU at once
+// (bpf_prog_active), but it keeps no such guard between a program on a
+// raw tracepoint (see direct.go) and one on a classic tracepoint that an
+// interrupt runs in its midst. The busy word is gtrace's own guard: a
+// program that finds the batch busy has interrupted another on the same
+// CPU, and counts its event lost rather than write over the other's
+// sample. Nesting is the only concurrency on a CPU's batch, and the inner
+// program ends before the outer one goes on, so plain loads and stores do.
 
 import (
 	"fmt"
@@ -74,7 +84,7 @@ const SampleHeader = 16
 // Sizes of a batch: its header and its samples. A batch fits a 16 KiB map
 // value.
 const (
-	BatchHeader = 16
+	BatchHeader = 24
 	BatchData   = 16<<10 - BatchHeader
 )
 
@@ -91,6 +101,13 @@ const rbNoWakeup = 1
 
 // keySlot is the stack slot of u32 map keys.
 const keySlot = -4
+
+// recSlot is where a program on a raw tracepoint builds its record on the
+// stack (64 bytes at most); the filter's scratch area lies below it.
+const recSlot = -72
+
+// busyOff is the offset of the busy word in a batch header.
+const busyOff = 16
 
 // Clock is the clock a record program stamps samples with, named after the
 // kernel's trace clock that reads the same time.
@@ -149,6 +166,12 @@ type RecordSpec struct {
 	CommEntries int    // pid -> comm entries kept; 0: no comm program
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
 	OnlyTGIDs   []uint32
+	// Direct builds the records of the events that DirectTracepoint
+	// names a raw tracepoint for in programs on that raw tracepoint
+	// (BTF-enabled, tp_btf), which the kernel runs at a fraction of a
+	// classic tracepoint program's cost. Loading them needs the kernel's
+	// BTF.
+	Direct bool
 }
 
 // RecordProgName returns the name of the program of the i-th event.
@@ -216,12 +239,20 @@ func Record(s *RecordSpec) (*Program, error) {
 		MaxEntries: 1,
 	}
 	for i, ev := range s.Events {
-		insns, err := recordProgram(s, ev)
+		var d *directBuilder
+		if s.Direct {
+			d = direct(ev.Format)
+		}
+		insns, err := recordProgram(s, ev, d)
 		if err != nil {
 			return nil, err
 		}
 		name := RecordProgName(i)
-		coll.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
+		ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
+		if d != nil {
+			ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, d.tracepoint
+		}
+		coll.Programs[name] = ps
 	}
 	if s.CommEntries > 0 {
 		coll.Maps[CommsMapName] = &ebpf.MapSpec{
@@ -240,8 +271,10 @@ func Record(s *RecordSpec) (*Program, error) {
 // memory, without a system call.
 const mapMmapable = 1 << 10
 
-// recordProgram generates the program of one event.
-func recordProgram(s *RecordSpec, ev RecordEvent) (asm.Instructions, error) {
+// recordProgram generates the program of one event: on its classic
+// tracepoint, or built directly on a raw tracepoint when s.Direct and
+// gtrace knows how (d is then not nil).
+func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instructions, error) {
 	f := ev.Format
 	fixed, dynamic := RecordLayout(f)
 	if fixed < 8 {
@@ -255,6 +288,7 @@ func recordProgram(s *RecordSpec, ev RecordEvent) (asm.Instructions, error) {
 	}
 	b := &Builder{}
 	out := b.Label("out")
+	done := b.Label("done")
 
 	b.Comment("record %s: R6 = ctx; R9 = pid_tgid", f.FullName())
 	b.Emit(
@@ -263,8 +297,15 @@ func recordProgram(s *RecordSpec, ev RecordEvent) (asm.Instructions, error) {
 		asm.Mov.Reg(asm.R9, asm.R0),
 	)
 	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
+	if d != nil {
+		b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
+		d.emit(b)
+		emitCommon(b, asm.R10, recSlot, f.ID)
+		b.Comment("R6 = the record")
+		b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, recSlot))
+	}
 	if ev.Filter != nil {
-		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + keySlot}); err != nil {
+		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + recSlot}); err != nil {
 			return nil, err
 		}
 	}
@@ -273,12 +314,15 @@ func recordProgram(s *RecordSpec, ev RecordEvent) (asm.Instructions, error) {
 	if len(dynamic) > 0 {
 		most = SampleHeader + s.MaxRecord
 	}
-	emitBatch(b, s.Clock, BatchData-most, out)
+	emitBatch(b, s.Clock, BatchData-most, out, done)
 	if len(dynamic) == 0 {
 		emitFixed(b, f, fixed)
 	} else {
 		emitDynamic(b, s, f, fixed, dynamic)
 	}
+	b.Mark(done)
+	b.Comment("the batch is free again")
+	b.Emit(storeImm64(asm.R8, busyOff, 0))
 	b.Mark(out)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return b.Instructions(), nil
@@ -314,17 +358,20 @@ func emitCPUKey(b *Builder) {
 	)
 }
 
-// emitBatch leaves this CPU's batch in R8, the timestamp in R7 and the
-// sample to fill in R7 at the end: first, if the batch has no room left
-// for a sample (fill > limit) or its first sample is older than flushAge,
-// it writes the batch to the ring, or counts its samples lost when the
-// ring is full, and empties it. Jumps to out if the batch cannot be had.
-func emitBatch(b *Builder, clock Clock, limit int, out string) {
+// emitBatch leaves this CPU's batch in R8, marked busy, the timestamp in
+// R7 and the sample to fill in R7 at the end: first, if the batch has no
+// room left for a sample (fill > limit) or its first sample is older than
+// flushAge, it writes the batch to the ring, or counts its samples lost
+// when the ring is full, and empties it. Jumps to out if the batch cannot
+// be had or is busy (the event is then counted lost), and to done, which
+// frees the batch, if it gives up later.
+func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	flush := b.Label("flush")
 	dropped := b.Label("dropped")
 	reset := b.Label("reset")
 	first := b.Label("first")
 	appendTo := b.Label("append")
+	nested := b.Label("nested")
 	b.Comment("R8 = this CPU's batch")
 	b.Emit(
 		asm.StoreImm(asm.R10, keySlot, 0, asm.Word),
@@ -334,6 +381,12 @@ func emitBatch(b *Builder, clock Clock, limit int, out string) {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Reg(asm.R8, asm.R0),
+	)
+	b.Comment("busy: this program interrupted another one on this CPU")
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R8, busyOff, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, nested),
+		storeImm64(asm.R8, busyOff, 1),
 	)
 	b.Comment("R7 = timestamp (%s clock)", clock)
 	b.Emit(
@@ -387,13 +440,29 @@ func emitBatch(b *Builder, clock Clock, limit int, out string) {
 	b.Comment("R7 = the sample at batch + fill")
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R8, 0, asm.Word),
-		asm.JGT.Imm(asm.R1, int32(limit), out), // never taken: bounds fill for the verifier
+		asm.JGT.Imm(asm.R1, int32(limit), done), // never taken: bounds fill for the verifier
 		asm.Mov.Reg(asm.R2, asm.R8),
 		asm.Add.Reg(asm.R2, asm.R1),
 		asm.StoreMem(asm.R2, BatchHeader, asm.R7, asm.DWord),
 		asm.Mov.Reg(asm.R7, asm.R2),
 		asm.Add.Imm(asm.R7, BatchHeader),
 	)
+	after := b.Label("filled")
+	b.Emit(asm.Ja.Label(after))
+	b.Mark(nested)
+	b.Comment("lost[cpu] += 1")
+	emitCPUKey(b)
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(LostMapName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+		asm.Ja.Label(out),
+	)
+	b.Mark(after)
 }
 
 // emitCount adds a sample of size bytes (in R1) to the batch's fill and

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -62,28 +63,33 @@ func TestRecordFixed(t *testing.T) {
 	}
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
 	calls := helperCalls(insns)
-	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem"
+	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem"
 	if calls != want {
 		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
 	}
 	got := lines(insns)
 	limit := BatchData - 80 // a sample: 16-byte header + 64-byte record
 	for _, frag := range []string{
-		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <flush_2>\nJEqImm dst: r1 off: -1 imm: 0 <first_5>", limit),
-		"SubReg dst: r2 src: r3\nJLEImm dst: r2 off: -1 imm: 1000000 <append_6>", // flushAge
-		"MovReg dst: r2 src: r8\nAddImm dst: r2 imm: 16\nLdXMemW dst: r3 src: r8 off: 0 imm: 0\nJGTImm dst: r3 off: -1 imm: 16368 <reset_4>\nMovImm dst: r4 imm: 1\nCall FnRingbufOutput",
+		"MovReg dst: r8 src: r0\nLdXMemDW dst: r1 src: r8 off: 16 imm: 0\nJNEImm dst: r1 off: -1 imm: 0 <nested_8>\nStMemDW dst: r8 src: r0 off: 16 imm: 1\nCall FnKtimeGetNs", // busy
+		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <flush_3>\nJEqImm dst: r1 off: -1 imm: 0 <first_6>", limit),
+		"SubReg dst: r2 src: r3\nJLEImm dst: r2 off: -1 imm: 1000000 <append_7>", // flushAge
+		"MovReg dst: r2 src: r8\nAddImm dst: r2 imm: 24\nLdXMemW dst: r3 src: r8 off: 0 imm: 0\nJGTImm dst: r3 off: -1 imm: 16360 <reset_5>\nMovImm dst: r4 imm: 1\nCall FnRingbufOutput",
 		"LdXMemW dst: r1 src: r8 off: 4 imm: 0\nStXAtomicAddDW dst: r0 src: r1 off: 0",  // lost += count
 		"StMemDW dst: r8 src: r0 off: 0 imm: 0\nStXMemDW dst: r8 src: r7 off: 8 imm: 0", // empty, first timestamp
-		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <out_1>\nMovReg dst: r2 src: r8\nAddReg dst: r2 src: r1\nStXMemDW dst: r2 src: r7 off: 16 imm: 0", limit),
+		fmt.Sprintf("LdXMemW dst: r1 src: r8 off: 0 imm: 0\nJGTImm dst: r1 off: -1 imm: %d <done_2>\nMovReg dst: r2 src: r8\nAddReg dst: r2 src: r1\nStXMemDW dst: r2 src: r7 off: 24 imm: 0", limit),
+		"MovImm dst: r1 imm: 1\nStXAtomicAddDW dst: r0 src: r1 off: 0\nJa off: -1 <out_1>", // nested: lost += 1
 		"StMemDW dst: r7 src: r0 off: 8 imm: 64",                                            // length
 		"LdXMemDW dst: r1 src: r6 off: 8 imm: 0\nStXMemDW dst: r7 src: r1 off: 24 imm: 0",   // id, loaded from ctx
 		"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0",  // args[5]
 		fmt.Sprintf("OrImm dst: r1 imm: %d\nStXMemDW dst: r7 src: r1 off: 16 imm: 0", f.ID), // common_type, common_pid
-		"MovImm dst: r1 imm: 80\nLdImmDW dst: r2 imm: 4294967296\nAddReg dst: r1 src: r2\nLdXMemDW dst: r3 src: r8 off: 0 imm: 0\nAddReg dst: r3 src: r1\nStXMemDW dst: r8 src: r3 off: 0 imm: 0",
+		"MovImm dst: r1 imm: 80\nLdImmDW dst: r2 imm: 4294967296\nAddReg dst: r1 src: r2\nLdXMemDW dst: r3 src: r8 off: 0 imm: 0\nAddReg dst: r3 src: r1\nStXMemDW dst: r8 src: r3 off: 0 imm: 0\nStMemDW dst: r8 src: r0 off: 16 imm: 0\nMovImm dst: r0 imm: 0\nExit", // count, free the batch
 	} {
 		if !strings.Contains(got, frag) {
 			t.Errorf("program lacks\n%s\nin\n%s", frag, got)
 		}
+	}
+	if ps := p.Collection.Programs[RecordProgName(0)]; ps.Type != ebpf.TracePoint {
+		t.Errorf("program type %v without Direct, want TracePoint", ps.Type)
 	}
 	checkReturnsZero(t, insns)
 	rings := p.Collection.Maps[RingsMapName]
@@ -145,20 +151,20 @@ func TestRecordDynamic(t *testing.T) {
 		t.Fatal(err)
 	}
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
-	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem probe_read_kernel"
+	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem probe_read_kernel"
 	if calls := helperCalls(insns); calls != want {
 		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
 	}
 	got := lines(insns)
 	for _, frag := range []string{
-		fmt.Sprintf("JGTImm dst: r1 off: -1 imm: %d <flush_2>", BatchData-16-4064),
+		fmt.Sprintf("JGTImm dst: r1 off: -1 imm: %d <flush_3>", BatchData-16-4064),
 		"OrImm dst: r1 imm: 77\nStXMemDW dst: r7 src: r1 off: 16 imm: 0\nMovImm dst: r9 imm: 76",
 		// name: __data_loc at 48, offset + length from the record start.
-		"LdXMemW dst: r1 src: r6 off: 48 imm: 0\nMovReg dst: r2 src: r1\nRShImm dst: r2 imm: 16\nAndImm dst: r1 imm: 65535\nAddReg dst: r1 src: r2\nJLEReg dst: r1 off: -1 src: r9 <shorter_7>",
+		"LdXMemW dst: r1 src: r6 off: 48 imm: 0\nMovReg dst: r2 src: r1\nRShImm dst: r2 imm: 16\nAndImm dst: r1 imm: 65535\nAddReg dst: r1 src: r2\nJLEReg dst: r1 off: -1 src: r9 <shorter_10>",
 		// path: __rel_loc at 52, counted from the end of its word.
 		"LdXMemW dst: r1 src: r6 off: 52 imm: 0\nMovReg dst: r2 src: r1\nRShImm dst: r2 imm: 16\nAndImm dst: r1 imm: 65535\nAddReg dst: r1 src: r2\nAddImm dst: r1 imm: 56",
-		"JLEImm dst: r9 off: -1 imm: 4064 <fits_10>\nMovImm dst: r9 imm: 4064",
-		"JGEImm dst: r9 off: -1 imm: 76 <long_enough_11>\nMovImm dst: r9 imm: 76",
+		"JLEImm dst: r9 off: -1 imm: 4064 <fits_13>\nMovImm dst: r9 imm: 4064",
+		"JGEImm dst: r9 off: -1 imm: 76 <long_enough_14>\nMovImm dst: r9 imm: 76",
 		"StXMemDW dst: r7 src: r9 off: 8 imm: 0\nMovReg dst: r1 src: r7\nAddImm dst: r1 imm: 24\nMovReg dst: r2 src: r9\nSubImm dst: r2 imm: 8\nMovReg dst: r3 src: r6\nAddImm dst: r3 imm: 8\nCall FnProbeReadKernel",
 		"MovReg dst: r1 src: r9\nAddImm dst: r1 imm: 23\nAndImm dst: r1 imm: -8\nLdImmDW dst: r2 imm: 4294967296",
 	} {
@@ -188,7 +194,7 @@ func TestRecordProcessesFilterClock(t *testing.T) {
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
 	got := lines(insns)
 	for _, frag := range []string{
-		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_2>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_2>\nJa off: -1 <out_1>",
+		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_3>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_3>\nJa off: -1 <out_1>",
 		"JNEImm dst: r0 off: -1 imm: 110 <out_1>",
 		"Call FnKtimeGetBootNs",
 	} {
@@ -277,5 +283,82 @@ func checkReturnsZero(t *testing.T, insns asm.Instructions) {
 				t.Errorf("exit at %d does not return 0", i)
 			}
 		}
+	}
+}
+
+// TestRecordDirect checks the programs built on raw tracepoints: sys_enter
+// and sys_exit get tp_btf programs that build the record on the stack from
+// pt_regs, as the kernel fills it, and filter and copy it from there;
+// other events, and raw_syscalls formats of another layout, stay on their
+// classic tracepoints.
+func TestRecordDirect(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("records are built on raw tracepoints only on amd64")
+	}
+	enter := testutil.Format(t, "raw_syscalls:sys_enter")
+	exit := testutil.Format(t, "raw_syscalls:sys_exit")
+	sw := testutil.Format(t, "sched:sched_switch")
+	e, err := parse.ParseFilter("-f", "id == 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := parse.BindFilter("-f", "id == 7", e, enter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := recordSpec(RecordEvent{Format: enter, Filter: bf}, RecordEvent{Format: exit}, RecordEvent{Format: sw})
+	s.Direct = true
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"sys_enter", "sys_exit", ""} {
+		ps := p.Collection.Programs[RecordProgName(i)]
+		if want == "" {
+			if ps.Type != ebpf.TracePoint || ps.AttachTo != "" {
+				t.Errorf("program %d: %v attached to %q, want a classic tracepoint program", i, ps.Type, ps.AttachTo)
+			}
+			continue
+		}
+		if ps.Type != ebpf.Tracing || ps.AttachType != ebpf.AttachTraceRawTp || ps.AttachTo != want {
+			t.Errorf("program %d: %v, %v, %q, want a tp_btf program on %s", i, ps.Type, ps.AttachType, ps.AttachTo, want)
+		}
+		checkReturnsZero(t, ps.Instructions)
+	}
+	got := lines(p.Collection.Programs[RecordProgName(0)].Instructions)
+	for _, frag := range []string{
+		// id from the second argument, then the i386 check on regs->cs
+		"LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -64 imm: 0\nLdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_",
+		// x86-64: di, si, dx, r10, r8, r9
+		"LdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0\nLdXMemDW dst: r2 src: r1 off: 104 imm: 0\nStXMemDW dst: rfp src: r2 off: -48 imm: 0\nLdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -40 imm: 0\nLdXMemDW dst: r2 src: r1 off: 56 imm: 0\nStXMemDW dst: rfp src: r2 off: -32 imm: 0\nLdXMemDW dst: r2 src: r1 off: 72 imm: 0\nStXMemDW dst: rfp src: r2 off: -24 imm: 0\nLdXMemDW dst: r2 src: r1 off: 64 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",
+		// i386: bx, cx, dx, si, di, bp
+		"LdXMemDW dst: r2 src: r1 off: 40 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0\nLdXMemDW dst: r2 src: r1 off: 88 imm: 0\nStXMemDW dst: rfp src: r2 off: -48 imm: 0\nLdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -40 imm: 0\nLdXMemDW dst: r2 src: r1 off: 104 imm: 0\nStXMemDW dst: rfp src: r2 off: -32 imm: 0\nLdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -24 imm: 0\nLdXMemDW dst: r2 src: r1 off: 32 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",
+		// common fields, then R6 points at the record for the filter and the copy
+		"OrImm dst: r1 imm: 443\nStXMemDW dst: rfp src: r1 off: -72 imm: 0\nMovReg dst: r6 src: rfp\nAddImm dst: r6 imm: -72",
+		"LdXMemDW dst: r0 src: r6 off: 8 imm: 0\nJNEImm dst: r0 off: -1 imm: 7 <out_1>",
+		"LdXMemDW dst: r1 src: r6 off: 8 imm: 0\nStXMemDW dst: r7 src: r1 off: 24 imm: 0",
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("sys_enter program lacks\n%s\nin\n%s", frag, got)
+		}
+	}
+	got = lines(p.Collection.Programs[RecordProgName(1)].Instructions)
+	// id: syscall_get_nr(), the int in orig_ax; ret from the second argument
+	frag := "LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemDW dst: r2 src: r1 off: 120 imm: 0\nLShImm dst: r2 imm: 32\nArShImm dst: r2 imm: 32\nStXMemDW dst: rfp src: r2 off: -64 imm: 0\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0"
+	if !strings.Contains(got, frag) {
+		t.Errorf("sys_exit program lacks\n%s\nin\n%s", frag, got)
+	}
+
+	// A format that is not the layout the builder writes stays classic.
+	odd := *exit
+	odd.Fields = append([]parse.Field(nil), exit.Fields...)
+	odd.Fields[len(odd.Fields)-1].Offset = 24
+	for _, f := range []*parse.Format{&odd, sw} {
+		if tp := DirectTracepoint(f); tp != "" {
+			t.Errorf("DirectTracepoint(%s, fields %v) = %q, want none", f.FullName(), f.Fields, tp)
+		}
+	}
+	if tp := DirectTracepoint(enter); tp != "sys_enter" {
+		t.Errorf("DirectTracepoint(sys_enter) = %q", tp)
 	}
 }

@@ -36,18 +36,34 @@ func Load(spec *ebpf.CollectionSpec) (*Objects, error) {
 	return &Objects{coll: coll}, nil
 }
 
-// AttachTracepoint attaches the named program to system:event.
+// AttachTracepoint attaches the named program to system:event: a
+// tracepoint program to the classic tracepoint, a tracing program (tp_btf)
+// to the raw tracepoint that it was loaded for.
 func (o *Objects) AttachTracepoint(prog, system, event string) error {
 	p := o.coll.Programs[prog]
 	if p == nil {
 		return fmt.Errorf("attach %s:%s: no program %q", system, event, prog)
 	}
-	l, err := link.Tracepoint(system, event, p, nil)
+	var l link.Link
+	var err error
+	if p.Type() == ebpf.Tracing {
+		l, err = link.AttachTracing(link.TracingOptions{Program: p})
+	} else {
+		l, err = link.Tracepoint(system, event, p, nil)
+	}
 	if err != nil {
 		return explain(fmt.Sprintf("attach %s:%s", system, event), err)
 	}
 	o.links = append(o.links, l)
 	return nil
+}
+
+// HaveKernelBTF reports whether the kernel describes its types in BTF
+// (CONFIG_DEBUG_INFO_BTF), which programs on BTF-enabled raw tracepoints
+// need.
+func HaveKernelBTF() bool {
+	_, err := os.Stat("/sys/kernel/btf/vmlinux")
+	return err == nil
 }
 
 // Map returns a map of the collection by name, or nil.

@@ -36,6 +36,10 @@ type Options struct {
 	BufferKB int    // ring buffer per CPU in KiB, rounded up to a power of two, at least 64; 0: DefaultBufferKB
 	PIDs     []int  // record only these processes; empty: all but gtrace
 	Clock    string // trace clock: mono (default), boot or tai
+	// Classic puts every program on its event's classic tracepoint; by
+	// default the records of raw_syscalls are built on raw tracepoints
+	// where the kernel has BTF (see bpfgen.DirectTracepoint).
+	Classic bool
 }
 
 // Event is one event that a plan records.
@@ -60,6 +64,7 @@ type Plan struct {
 	RingSize int   // bytes of each CPU's ring
 	PageSize int   // bytes of a ring-buffer page in the file
 	Program  *bpfgen.Program
+	spec     *bpfgen.RecordSpec // what Program was generated from
 	// Warnings are legal filter constructs that are probably mistakes.
 	Warnings []*parse.Error
 }
@@ -145,6 +150,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		Clock:       clock,
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
+		Direct:      !o.Classic && probe.HaveKernelBTF(),
 	}
 	for _, pid := range o.PIDs {
 		if pid <= 0 {
@@ -158,7 +164,34 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	if p.Program, err = bpfgen.Record(spec); err != nil {
 		return nil, err
 	}
+	p.spec = spec
 	return p, nil
+}
+
+// direct reports whether some event's program is on a raw tracepoint.
+func (p *Plan) direct() bool {
+	if p.spec == nil || !p.spec.Direct {
+		return false
+	}
+	for _, ev := range p.Events {
+		if bpfgen.DirectTracepoint(ev.Format) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// classic generates the programs again, every one on its classic
+// tracepoint: for a kernel that refuses programs on raw tracepoints.
+func (p *Plan) classic() error {
+	spec := *p.spec
+	spec.Direct = false
+	prog, err := bpfgen.Record(&spec)
+	if err != nil {
+		return err
+	}
+	p.Program, p.spec = prog, &spec
+	return nil
 }
 
 // maxRecord is the longest record that fits a page of the given size:
@@ -193,6 +226,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
+		}
+		if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec != nil && p.spec.Direct {
+			fmt.Fprintf(&b, ", built on raw tracepoint %s", tp)
 		}
 		b.WriteString("\n")
 	}

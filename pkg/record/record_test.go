@@ -7,15 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
@@ -106,7 +110,7 @@ func TestNewPlan(t *testing.T) {
 func TestNewPlanLayout(t *testing.T) {
 	p, err := NewPlan(fakeTraceFS(t), &Options{
 		Events:   []EventSpec{{Pattern: "raw_syscalls:sys_enter"}, {Pattern: "sched:sched_process_exec"}},
-		BufferKB: 100, Clock: "boot", PIDs: []int{3, 4},
+		BufferKB: 100, Clock: "boot", PIDs: []int{3, 4}, Classic: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +147,53 @@ func TestNewPlanLayout(t *testing.T) {
 	}
 	if strings.Index(out, "gtrace_rec0 (") > strings.Index(out, "gtrace_rec1 (") {
 		t.Error("Describe() lists the programs out of order")
+	}
+}
+
+// TestNewPlanDirect checks where sys_enter's program goes by default: on
+// the raw tracepoint where the kernel has BTF (amd64), else on the classic
+// one; and that a plan can fall back to classic tracepoints.
+func TestNewPlanDirect(t *testing.T) {
+	p, err := NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}, {Pattern: "sched:sched_switch"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := probe.HaveKernelBTF() && runtime.GOARCH == "amd64"
+	if p.direct() != want {
+		t.Fatalf("direct() = %v, want %v (kernel BTF and amd64)", p.direct(), want)
+	}
+	describe := func() string {
+		var b strings.Builder
+		if err := p.Describe(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if want {
+		out := describe()
+		for _, frag := range []string{
+			"# gtrace_rec0: raw_syscalls:sys_enter (ID 443), 64-byte records, built on raw tracepoint sys_enter\n",
+			"# gtrace_rec1: sched:sched_switch (ID 372), 64-byte records\n",
+			"gtrace_rec0 (Tracing, ",
+			"gtrace_rec1 (TracePoint, ",
+		} {
+			if !strings.Contains(out, frag) {
+				t.Errorf("Describe() lacks %q:\n%s", frag, out)
+			}
+		}
+		ps := p.Program.Collection.Programs[bpfgen.RecordProgName(0)]
+		if ps.AttachType != ebpf.AttachTraceRawTp || ps.AttachTo != "sys_enter" {
+			t.Errorf("sys_enter program attaches %v to %q, want tp_btf sys_enter", ps.AttachType, ps.AttachTo)
+		}
+		if err := p.classic(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.direct() {
+		t.Error("direct() after classic()")
+	}
+	if out := describe(); strings.Contains(out, "raw tracepoint") || !strings.Contains(out, "gtrace_rec0 (TracePoint, ") {
+		t.Errorf("classic plan:\n%s", out)
 	}
 }
 

@@ -122,7 +122,17 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 			out.Abort()
 		}
 	}()
-	if s.objs, err = probe.Load(p.Program.Collection); err != nil {
+	s.objs, err = probe.Load(p.Program.Collection)
+	if err != nil && p.direct() {
+		// Some kernels refuse tracing programs (lockdown, LSM policy):
+		// the classic tracepoints record the same events, at a higher
+		// cost per event.
+		if cerr := p.classic(); cerr != nil {
+			return nil, errors.Join(err, cerr)
+		}
+		s.objs, err = probe.Load(p.Program.Collection)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {

@@ -68,6 +68,9 @@ func run(event string, kb int, dir string, sleep time.Duration) (err error) {
 	if err != nil {
 		return err
 	}
+	// Before first use the file reads "7 (expanded: 1408)": only the
+	// number can be written back.
+	oldKB = []byte(strings.Fields(string(oldKB) + " 0")[0])
 	oldEnable, err := os.ReadFile(enable)
 	if err != nil {
 		return err

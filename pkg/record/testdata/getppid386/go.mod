@@ -1,0 +1,3 @@
+module getppid386
+
+go 1.22
