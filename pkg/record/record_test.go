@@ -84,7 +84,7 @@ func TestNewPlan(t *testing.T) {
 			[]string{"sched:sched_switch", "sched:sched_waking if prio < 100"}},
 		{"last -e of an event wins", []EventSpec{{Pattern: "sched:*"}, {Pattern: "sched_switch", Filter: "prev_pid == 1"}},
 			[]string{"sched:sched_process_exec", "sched:sched_switch if prev_pid == 1", "sched:sched_waking"}},
-		{"whole system", []EventSpec{{Pattern: "raw_syscalls"}}, []string{"raw_syscalls:sys_enter"}},
+		{"whole system", []EventSpec{{Pattern: "raw_syscalls"}}, []string{"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
