@@ -358,6 +358,17 @@ func emitCPUKey(b *Builder) {
 	)
 }
 
+// emitLookup calls bpf_map_lookup_elem on the named map with the u32 key
+// in the key slot. Clobbers R0-R5.
+func emitLookup(b *Builder, name string) {
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(name),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, keySlot),
+		asm.FnMapLookupElem.Call(),
+	)
+}
+
 // emitBatch leaves this CPU's batch in R8, marked busy, the timestamp in
 // R7 and the sample to fill in R7 at the end: first, if the batch has no
 // room left for a sample (fill > limit) or its first sample is older than
@@ -373,12 +384,9 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	appendTo := b.Label("append")
 	nested := b.Label("nested")
 	b.Comment("R8 = this CPU's batch")
+	b.Emit(asm.StoreImm(asm.R10, keySlot, 0, asm.Word))
+	emitLookup(b, BatchMapName)
 	b.Emit(
-		asm.StoreImm(asm.R10, keySlot, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(BatchMapName),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keySlot),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Reg(asm.R8, asm.R0),
 	)
@@ -406,11 +414,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	b.Mark(flush)
 	b.Comment("write the batch to this CPU's ring")
 	emitCPUKey(b)
+	emitLookup(b, RingsMapName)
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(RingsMapName),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keySlot),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, dropped),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.Mov.Reg(asm.R2, asm.R8),
@@ -423,11 +428,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	)
 	b.Mark(dropped)
 	b.Comment("the ring is full: lost[cpu] += count")
+	emitLookup(b, LostMapName)
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(LostMapName),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keySlot),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, reset),
 		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
@@ -452,11 +454,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	b.Mark(nested)
 	b.Comment("lost[cpu] += 1")
 	emitCPUKey(b)
+	emitLookup(b, LostMapName)
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(LostMapName),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keySlot),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
