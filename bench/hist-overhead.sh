@@ -129,21 +129,27 @@ attached_elsewhere() {
 		awk -v me="${tracer:-0}" '$2 != me && / tracepoint +sys_enter$/ { n++ } END { print n + 0 }'
 }
 
-# wait_attached FILE: wait until the tracer has a BPF program attached to
-# raw_syscalls:sys_enter (bpftool perf show lists it under its pid), or
-# 1.5 s without bpftool; fail if the tracer exits first.
+# attached: whether the tracer holds a BPF link (gtrace: a tp_btf program
+# or a perf event link) or a perf event (bpftrace attaches its programs to
+# perf events with an ioctl).
+attached() {
+	local fd
+	for fd in /proc/"$tracer"/fd/*; do
+		[[ $(readlink "$fd" 2>/dev/null) == "anon_inode:[perf_event]" ]] && return 0
+		grep -qs '^link_type:' /proc/"$tracer"/fdinfo/"${fd##*/}" && return 0
+	done
+	return 1
+}
+
+# wait_attached FILE: wait until the tracer has attached its program; fail
+# if the tracer exits first or takes longer than 30 s.
 wait_attached() {
 	local i
-	if ! $have_bpftool; then
-		sleep 1.5
-		kill -0 "$tracer" 2>/dev/null && return 0
-	else
-		for ((i = 0; i < 600; i++)); do
-			bpftool perf show 2>/dev/null | grep -Eq "^pid $tracer .* tracepoint +sys_enter$" && return 0
-			kill -0 "$tracer" 2>/dev/null || break
-			sleep 0.05
-		done
-	fi
+	for ((i = 0; i < 600; i++)); do
+		attached && return 0
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.05
+	done
 	echo "$prog: tracer did not attach:" >&2
 	cat "$1" >&2
 	return 1

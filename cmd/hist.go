@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/launch"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -179,7 +180,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		if err != nil {
 			return err
 		}
-		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids})
+		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Direct: probe.HaveKernelBTF()})
 		if err != nil {
 			return err
 		}
@@ -188,7 +189,11 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	info := spec.String() + " [active]"
 	if o.DryRun {
 		for _, c := range compiled {
-			fmt.Fprintf(d.Out, "# trigger info: %s\n%s%s\n", info, c.Plan, c.Program.Listing())
+			fmt.Fprintf(d.Out, "# trigger info: %s\n%s", info, c.Plan)
+			if tp := bpfgen.DirectTracepoint(c.Format); tp != "" && bpfgen.HistDirect(c.Layout) {
+				fmt.Fprintf(d.Out, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
+			}
+			fmt.Fprintf(d.Out, "%s\n", c.Program.Listing())
 		}
 		return nil
 	}

@@ -96,9 +96,65 @@ func TestPrivilegedHistWritesMatchInterpreter(t *testing.T) {
 	}
 }
 
+// TestPrivilegedHistRawSyscallsMatchInterpreter runs hists of the
+// raw_syscalls events, whose programs run on raw tracepoints where the
+// kernel has BTF and build the record themselves, over a helper that makes
+// exactly n getppid calls, and compares them with the Go interpreter over
+// the records the kernel would write.
+func TestPrivilegedHistRawSyscallsMatchInterpreter(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 777
+	fs, err := tracefs.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, pid := commOf(t), os.Getpid() // the helper's parent is this test
+	exit, err := fs.Format(tracefs.Event{System: "raw_syscalls", Name: "sys_exit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sys_exit: only the helper's calls return this pid from getppid.
+	args := []string{"-k", "id.syscall,ret", "--vals", "id", "-f", fmt.Sprintf("id == 110 && ret == %d", pid)}
+	got, errOut, code := run(t, append(append([]string{"hist", "-e", "raw_syscalls:sys_exit"}, args...), workload(t, fmt.Sprintf("getppid %d", n))...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	id, ret := exit.Field("id"), exit.Field("ret")
+	want := interpretRecords(t, args, exit, comm, n, func(rec []byte, _ int) {
+		putUint(rec[id.Offset:id.Offset+id.Size], 110)
+		putUint(rec[ret.Offset:ret.Offset+ret.Size], uint64(pid))
+	})
+	if got != want {
+		t.Errorf("sys_exit: BPF and interpreter differ\nBPF:\n%s\ninterpreter:\n%s", got, want)
+	}
+	// sys_enter with a filter on the record: the helper's line only.
+	got, errOut, code = run(t, append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "--vals", "id", "-f", "id == 110"}, workload(t, fmt.Sprintf("getppid %d", n))...)...)
+	line := regexp.MustCompile(`(?m)^\{ common_pid: `+regexp.QuoteMeta(comm)+` +\[ *\d+\], id: sys_getppid +\[110\] \} hitcount: +(\d+)  id: +(\d+)$`).FindAllStringSubmatch(got, -1)
+	if code != 0 || len(line) != 1 || line[0][1] != fmt.Sprint(n) || line[0][2] != fmt.Sprint(110*n) {
+		t.Errorf("sys_enter: exit %d (%s), helper lines %v, want one with hitcount %d and id %d:\n%s", code, errOut, line, n, 110*n, got)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if strings.HasPrefix(l, "{ ") && !strings.Contains(l, "id: sys_getppid ") {
+			t.Errorf("the filter id == 110 let another system call in: %s", l)
+		}
+	}
+}
+
 // interpret runs the same hist in the Go interpreter over n records of
 // sys_enter_write with fd 100 and count 1..n.
 func interpret(t *testing.T, args []string, f *parse.Format, comm string, n int) string {
+	t.Helper()
+	fd, count := f.Field("fd"), f.Field("count")
+	return interpretRecords(t, args, f, comm, n, func(rec []byte, i int) {
+		putUint(rec[fd.Offset:fd.Offset+fd.Size], 100)
+		putUint(rec[count.Offset:count.Offset+count.Size], uint64(i))
+	})
+}
+
+// interpretRecords runs the hist of args in the Go interpreter over n
+// records of format f, the i-th (from 1) filled in by fill, and returns
+// its text.
+func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string, n int, fill func(rec []byte, i int)) string {
 	t.Helper()
 	o := &histOptions{}
 	c := newHistCmd(&Deps{}, func(got *histOptions) error { *o = *got; return nil })
@@ -114,11 +170,13 @@ func interpret(t *testing.T, args []string, f *parse.Format, comm string, n int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := make([]byte, 40)
-	fd, count := f.Field("fd"), f.Field("count")
+	fixed := 0
+	for _, fld := range f.Fields {
+		fixed = max(fixed, fld.Offset+fld.Size)
+	}
+	rec := make([]byte, fixed)
 	for i := 1; i <= n; i++ {
-		putUint(rec[fd.Offset:fd.Offset+fd.Size], 100)
-		putUint(rec[count.Offset:count.Offset+count.Size], uint64(i))
+		fill(rec, i)
 		off.Add(rec, eval.Context{PID: 1, CPU: 0, Comm: comm})
 	}
 	tab := off.Table()

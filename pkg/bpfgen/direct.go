@@ -8,13 +8,13 @@ package bpfgen
 // structures they point to directly. For the events whose records are
 // plain functions of those arguments, the syscall events of raw_syscalls,
 // gtrace builds the record itself, field for field as the kernel's
-// TP_fast_assign does, in the stack slot at recSlot. The rest of the
-// program is unchanged: it reads the record from R6 as from a classic
-// tracepoint's ctx.
+// TP_fast_assign does, on the stack. The rest of the program is unchanged:
+// it reads the record from R6 as from a classic tracepoint's ctx.
 
 import (
 	"runtime"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -25,10 +25,28 @@ import (
 type directBuilder struct {
 	tracepoint string        // the raw tracepoint, as tp_btf names it
 	fields     []directField // the format's fields past the common ones, as the builder writes them
-	// emit stores the record's fields past the common ones at
-	// R10+recSlot, reading the tracepoint's arguments from ctx in R6.
-	// It may clobber R0-R5.
-	emit func(b *Builder)
+	// emit stores the record's fields past the common ones at R10+rec,
+	// reading the tracepoint's arguments from ctx in R6. It may clobber
+	// R0-R5.
+	emit func(b *Builder, rec int16)
+}
+
+// directRecordMax is the most stack a builder's record takes.
+const directRecordMax = 64
+
+// emitDirect builds the record of event f at R10+rec with d, common
+// fields included (R9 holds pid_tgid), and points R6 at it.
+func emitDirect(b *Builder, d *directBuilder, f *parse.Format, rec int16) {
+	b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
+	d.emit(b, rec)
+	emitCommon(b, asm.R10, rec, f.ID)
+	b.Comment("R6 = the record")
+	b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, int32(rec)))
+}
+
+// directSpec makes ps a tp_btf program on d's raw tracepoint.
+func directSpec(ps *ebpf.ProgramSpec, d *directBuilder) {
+	ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, d.tracepoint
 }
 
 // directField is a field that a builder writes.
@@ -116,30 +134,30 @@ func DirectTracepoint(f *parse.Format) string {
 // process. (A 64-bit process that enters through int 0x80 also uses the
 // i386 registers; it is told apart only by a flag of its thread_info, not
 // read here, and gets the x86-64 ones.)
-func emitSysEnter(b *Builder) {
+func emitSysEnter(b *Builder, rec int16) {
 	compat := b.Label("ia32")
 	built := b.Label("built")
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord), // id
-		asm.StoreMem(asm.R10, recSlot+8, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
 		asm.LoadMem(asm.R2, asm.R1, regsCS, asm.Half),
 		asm.JEq.Imm(asm.R2, user32CS, compat),
 	)
-	emitRegs(b, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
+	emitRegs(b, rec, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
 	b.Emit(asm.Ja.Label(built))
 	b.Mark(compat)
-	emitRegs(b, regsBX, regsCX, regsDX, regsSI, regsDI, regsBP)
+	emitRegs(b, rec, regsBX, regsCX, regsDX, regsSI, regsDI, regsBP)
 	b.Mark(built)
 }
 
 // emitRegs stores the registers at the given pt_regs offsets (pointer in
-// R1) as args[0..5] of a sys_enter record. Clobbers R2.
-func emitRegs(b *Builder, offs ...int16) {
+// R1) as args[0..5] of a sys_enter record at R10+rec. Clobbers R2.
+func emitRegs(b *Builder, rec int16, offs ...int16) {
 	for i, off := range offs {
 		b.Emit(
 			asm.LoadMem(asm.R2, asm.R1, off, asm.DWord),
-			asm.StoreMem(asm.R10, recSlot+16+int16(8*i), asm.R2, asm.DWord),
+			asm.StoreMem(asm.R10, rec+16+int16(8*i), asm.R2, asm.DWord),
 		)
 	}
 }
@@ -147,14 +165,14 @@ func emitRegs(b *Builder, offs ...int16) {
 // emitSysExit builds raw_syscalls:sys_exit from sys_exit(struct pt_regs
 // *regs, long ret): id is syscall_get_nr(), the int in orig_ax, widened to
 // a long; then ret.
-func emitSysExit(b *Builder) {
+func emitSysExit(b *Builder, rec int16) {
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord),
 		asm.LSh.Imm(asm.R2, 32),
 		asm.ArSh.Imm(asm.R2, 32),
-		asm.StoreMem(asm.R10, recSlot+8, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
 		asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord), // ret
-		asm.StoreMem(asm.R10, recSlot+16, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R10, rec+16, asm.R2, asm.DWord),
 	)
 }

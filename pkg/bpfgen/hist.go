@@ -63,6 +63,23 @@ type HistSpec struct {
 	Filter      FilterEmitter // nil: every event counts
 	ExcludeTGID uint32        // events of this process are not counted (gtrace itself); 0: none
 	OnlyTGIDs   []uint32      // if not empty, only events of these processes count
+	// Direct puts the program on the raw tracepoint that
+	// DirectTracepoint names for Event, if any, building the record on
+	// the stack (see direct.go), when the key and value leave room for
+	// it. Loading it needs the kernel's BTF.
+	Direct bool
+	Event  *parse.Format
+}
+
+// HistDirect reports whether Hist puts the program of s on a raw
+// tracepoint.
+func HistDirect(s *HistSpec) bool { return histDirect(s) != nil }
+
+func histDirect(s *HistSpec) *directBuilder {
+	if !s.Direct || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
+		return nil
+	}
+	return direct(s.Event)
 }
 
 // Names of the objects in a hist collection.
@@ -139,8 +156,16 @@ func Hist(s *HistSpec) (*Program, error) {
 			b.Mark(ok)
 		}
 	}
+	scratch := StackArea{Off: -maxStack, Size: maxStack}
+	d := histDirect(s)
+	if d != nil {
+		// The record lies at the bottom of the stack, below the
+		// value, the key and the filter's scratch area.
+		emitDirect(b, d, s.Event, -maxStack)
+		scratch = StackArea{Off: -maxStack + directRecordMax, Size: maxStack - directRecordMax}
+	}
 	if s.Filter != nil {
-		if err := s.Filter(b, out, StackArea{Off: -maxStack, Size: maxStack}); err != nil {
+		if err := s.Filter(b, out, scratch); err != nil {
 			return nil, err
 		}
 	}
@@ -228,6 +253,15 @@ func Hist(s *HistSpec) (*Program, error) {
 	b.Mark(out)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 
+	ps := &ebpf.ProgramSpec{
+		Name:         HistProgName,
+		Type:         ebpf.TracePoint,
+		License:      "GPL",
+		Instructions: b.Instructions(),
+	}
+	if d != nil {
+		directSpec(ps, d)
+	}
 	return &Program{Collection: &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
 			HistMapName: {
@@ -245,14 +279,7 @@ func Hist(s *HistSpec) (*Program, error) {
 				MaxEntries: 1,
 			},
 		},
-		Programs: map[string]*ebpf.ProgramSpec{
-			HistProgName: {
-				Name:         HistProgName,
-				Type:         ebpf.TracePoint,
-				License:      "GPL",
-				Instructions: b.Instructions(),
-			},
-		},
+		Programs: map[string]*ebpf.ProgramSpec{HistProgName: ps},
 	}}, nil
 }
 

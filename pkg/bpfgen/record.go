@@ -103,8 +103,8 @@ const rbNoWakeup = 1
 const keySlot = -4
 
 // recSlot is where a program on a raw tracepoint builds its record on the
-// stack (64 bytes at most); the filter's scratch area lies below it.
-const recSlot = -72
+// stack; the filter's scratch area lies below it.
+const recSlot = keySlot - 4 - directRecordMax
 
 // busyOff is the offset of the busy word in a batch header.
 const busyOff = 16
@@ -250,7 +250,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		name := RecordProgName(i)
 		ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
 		if d != nil {
-			ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, d.tracepoint
+			directSpec(ps, d)
 		}
 		coll.Programs[name] = ps
 	}
@@ -298,11 +298,7 @@ func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instruc
 	)
 	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
 	if d != nil {
-		b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
-		d.emit(b)
-		emitCommon(b, asm.R10, recSlot, f.ID)
-		b.Comment("R6 = the record")
-		b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, recSlot))
+		emitDirect(b, d, f, recSlot)
 	}
 	if ev.Filter != nil {
 		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + recSlot}); err != nil {

@@ -3,6 +3,7 @@ package hist
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
@@ -15,6 +16,11 @@ type LiveOptions struct {
 	Filter      bpfgen.FilterEmitter // compiled hist filter, nil for none
 	ExcludeTGID uint32               // do not count this process (gtrace itself)
 	OnlyTGIDs   []uint32             // count only these processes (-P)
+	// Direct puts the program of a raw_syscalls event on its raw
+	// tracepoint where gtrace can build the record (bpfgen.HistSpec's
+	// Direct); Start falls back to the classic tracepoint if the kernel
+	// refuses it.
+	Direct bool
 }
 
 // Compiled is a plan turned into a BPF program for one event.
@@ -34,6 +40,8 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		ExcludeTGID: o.ExcludeTGID,
 		OnlyTGIDs:   o.OnlyTGIDs,
 		CommOff:     -1,
+		Direct:      o.Direct,
+		Event:       f,
 	}
 	off := 0
 	for _, k := range p.Keys {
@@ -122,6 +130,18 @@ type Live struct {
 // Start loads the program and attaches it to the event's tracepoint.
 func Start(c *Compiled) (*Live, error) {
 	objs, err := probe.Load(c.Program.Collection)
+	if err != nil && bpfgen.HistDirect(c.Layout) {
+		// Some kernels refuse tracing programs (lockdown, LSM policy):
+		// the classic tracepoint counts the same events.
+		l := *c.Layout
+		l.Direct = false
+		prog, gerr := bpfgen.Hist(&l)
+		if gerr != nil {
+			return nil, errors.Join(err, gerr)
+		}
+		c.Layout, c.Program = &l, prog
+		objs, err = probe.Load(c.Program.Collection)
+	}
 	if err != nil {
 		return nil, err
 	}
