@@ -180,7 +180,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		if err != nil {
 			return err
 		}
-		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Direct: probe.HaveKernelBTF()})
+		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Direct: probe.DirectOptions()})
 		if err != nil {
 			return err
 		}

@@ -28,17 +28,30 @@ type directBuilder struct {
 	// emit stores the record's fields past the common ones at R10+rec,
 	// reading the tracepoint's arguments from ctx in R6. It may clobber
 	// R0-R5.
-	emit func(b *Builder, rec int16)
+	emit func(b *Builder, o *DirectOptions, rec int16)
 }
+
+// DirectOptions are what programs built on raw tracepoints need to know
+// of the running kernel.
+type DirectOptions struct {
+	// TaskStatusOff is the offset in task_struct of thread_info's status
+	// word, whose TS_COMPAT bit marks a 32-bit (ia32) system call, from
+	// the kernel's BTF. 0 when unknown: the code segment in pt_regs then
+	// tells 32-bit processes, which misses a 64-bit process's int 0x80.
+	TaskStatusOff int
+}
+
+// tsCompat is x86's TS_COMPAT thread status bit.
+const tsCompat = 0x0002
 
 // directRecordMax is the most stack a builder's record takes.
 const directRecordMax = 64
 
 // emitDirect builds the record of event f at R10+rec with d, common
 // fields included (R9 holds pid_tgid), and points R6 at it.
-func emitDirect(b *Builder, d *directBuilder, f *parse.Format, rec int16) {
+func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, f *parse.Format, rec int16) {
 	b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
-	d.emit(b, rec)
+	d.emit(b, o, rec)
 	emitCommon(b, asm.R10, rec, f.ID)
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, int32(rec)))
@@ -128,25 +141,46 @@ func DirectTracepoint(f *parse.Format) string {
 	return ""
 }
 
+// emitCompat jumps to compat when the current system call is a 32-bit
+// one, as syscall_get_arguments tells it: by TS_COMPAT where its offset is
+// known, else by the code segment. Leaves regs in R1 on both paths.
+// Clobbers R0-R5.
+func emitCompat(b *Builder, o *DirectOptions, compat string) {
+	if o.TaskStatusOff > 0 {
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.LoadMem(asm.R2, asm.R0, int16(o.TaskStatusOff), asm.Word), // current->thread_info.status
+			asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord),                     // regs
+			asm.JSet.Imm(asm.R2, tsCompat, compat),
+		)
+		return
+	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
+		asm.LoadMem(asm.R2, asm.R1, regsCS, asm.Half),
+		asm.JEq.Imm(asm.R2, user32CS, compat),
+	)
+}
+
 // emitSysEnter builds raw_syscalls:sys_enter from sys_enter(struct pt_regs
 // *regs, long id): id, then the six argument registers as
 // syscall_get_arguments reads them, those of the i386 ABI for a 32-bit
-// process. (A 64-bit process that enters through int 0x80 also uses the
-// i386 registers; it is told apart only by a flag of its thread_info, not
-// read here, and gets the x86-64 ones.)
-func emitSysEnter(b *Builder, rec int16) {
+// system call.
+func emitSysEnter(b *Builder, o *DirectOptions, rec int16) {
 	compat := b.Label("ia32")
 	built := b.Label("built")
+	emitCompat(b, o, compat)
 	b.Emit(
-		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord), // id
 		asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
-		asm.LoadMem(asm.R2, asm.R1, regsCS, asm.Half),
-		asm.JEq.Imm(asm.R2, user32CS, compat),
 	)
 	emitRegs(b, rec, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
 	b.Emit(asm.Ja.Label(built))
 	b.Mark(compat)
+	b.Emit(
+		asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord), // id
+		asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
+	)
 	emitRegs(b, rec, regsBX, regsCX, regsDX, regsSI, regsDI, regsBP)
 	b.Mark(built)
 }
@@ -165,7 +199,7 @@ func emitRegs(b *Builder, rec int16, offs ...int16) {
 // emitSysExit builds raw_syscalls:sys_exit from sys_exit(struct pt_regs
 // *regs, long ret): id is syscall_get_nr(), the int in orig_ax, widened to
 // a long; then ret.
-func emitSysExit(b *Builder, rec int16) {
+func emitSysExit(b *Builder, _ *DirectOptions, rec int16) {
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord),

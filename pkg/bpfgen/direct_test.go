@@ -24,7 +24,7 @@ func TestHistDirect(t *testing.T) {
 		f.KeySize, f.ValueSize, f.MaxEntries, f.CommOff = 8, 8, 16, -1
 		f.Keys = []KeySlot{{Src: SrcField, Field: exit.Field("ret"), Size: 8}}
 		f.Filter = func(b *Builder, miss string, s StackArea) error { scratch = s; return nil }
-		f.Direct, f.Event = true, exit
+		f.Direct, f.Event = &DirectOptions{TaskStatusOff: 16}, exit
 		return f
 	}
 	p, err := Hist(spec(&HistSpec{}))
@@ -55,7 +55,7 @@ func TestHistDirect(t *testing.T) {
 	sw := spec(&HistSpec{})
 	sw.Event = testutil.Format(t, "sched:sched_switch")
 	classic := spec(&HistSpec{})
-	classic.Direct = false
+	classic.Direct = nil
 	for name, s := range map[string]*HistSpec{"no room": big, "no builder": sw, "not Direct": classic} {
 		if HistDirect(s) {
 			t.Errorf("%s: HistDirect() = true", name)

@@ -63,11 +63,11 @@ type HistSpec struct {
 	Filter      FilterEmitter // nil: every event counts
 	ExcludeTGID uint32        // events of this process are not counted (gtrace itself); 0: none
 	OnlyTGIDs   []uint32      // if not empty, only events of these processes count
-	// Direct puts the program on the raw tracepoint that
+	// Direct, when not nil, puts the program on the raw tracepoint that
 	// DirectTracepoint names for Event, if any, building the record on
 	// the stack (see direct.go), when the key and value leave room for
 	// it. Loading it needs the kernel's BTF.
-	Direct bool
+	Direct *DirectOptions
 	Event  *parse.Format
 }
 
@@ -76,7 +76,7 @@ type HistSpec struct {
 func HistDirect(s *HistSpec) bool { return histDirect(s) != nil }
 
 func histDirect(s *HistSpec) *directBuilder {
-	if !s.Direct || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
+	if s.Direct == nil || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
 		return nil
 	}
 	return direct(s.Event)
@@ -161,7 +161,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	if d != nil {
 		// The record lies at the bottom of the stack, below the
 		// value, the key and the filter's scratch area.
-		emitDirect(b, d, s.Event, -maxStack)
+		emitDirect(b, d, s.Direct, s.Event, -maxStack)
 		scratch = StackArea{Off: -maxStack + directRecordMax, Size: maxStack - directRecordMax}
 	}
 	if s.Filter != nil {

@@ -166,12 +166,12 @@ type RecordSpec struct {
 	CommEntries int    // pid -> comm entries kept; 0: no comm program
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
 	OnlyTGIDs   []uint32
-	// Direct builds the records of the events that DirectTracepoint
-	// names a raw tracepoint for in programs on that raw tracepoint
-	// (BTF-enabled, tp_btf), which the kernel runs at a fraction of a
-	// classic tracepoint program's cost. Loading them needs the kernel's
-	// BTF.
-	Direct bool
+	// Direct, when not nil, builds the records of the events that
+	// DirectTracepoint names a raw tracepoint for in programs on that
+	// raw tracepoint (BTF-enabled, tp_btf), which the kernel runs at a
+	// fraction of a classic tracepoint program's cost. Loading them
+	// needs the kernel's BTF.
+	Direct *DirectOptions
 }
 
 // RecordProgName returns the name of the program of the i-th event.
@@ -240,7 +240,7 @@ func Record(s *RecordSpec) (*Program, error) {
 	}
 	for i, ev := range s.Events {
 		var d *directBuilder
-		if s.Direct {
+		if s.Direct != nil {
 			d = direct(ev.Format)
 		}
 		insns, err := recordProgram(s, ev, d)
@@ -298,7 +298,7 @@ func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instruc
 	)
 	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
 	if d != nil {
-		emitDirect(b, d, f, recSlot)
+		emitDirect(b, d, s.Direct, f, recSlot)
 	}
 	if ev.Filter != nil {
 		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + recSlot}); err != nil {

@@ -307,7 +307,7 @@ func TestRecordDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := recordSpec(RecordEvent{Format: enter, Filter: bf}, RecordEvent{Format: exit}, RecordEvent{Format: sw})
-	s.Direct = true
+	s.Direct = &DirectOptions{}
 	p, err := Record(s)
 	if err != nil {
 		t.Fatal(err)
@@ -327,8 +327,8 @@ func TestRecordDirect(t *testing.T) {
 	}
 	got := lines(p.Collection.Programs[RecordProgName(0)].Instructions)
 	for _, frag := range []string{
-		// id from the second argument, then the i386 check on regs->cs
-		"LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -64 imm: 0\nLdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_",
+		// the i386 check on regs->cs, then id from the second argument
+		"LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -64 imm: 0",
 		// x86-64: di, si, dx, r10, r8, r9
 		"LdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0\nLdXMemDW dst: r2 src: r1 off: 104 imm: 0\nStXMemDW dst: rfp src: r2 off: -48 imm: 0\nLdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -40 imm: 0\nLdXMemDW dst: r2 src: r1 off: 56 imm: 0\nStXMemDW dst: rfp src: r2 off: -32 imm: 0\nLdXMemDW dst: r2 src: r1 off: 72 imm: 0\nStXMemDW dst: rfp src: r2 off: -24 imm: 0\nLdXMemDW dst: r2 src: r1 off: 64 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",
 		// i386: bx, cx, dx, si, di, bp
@@ -347,6 +347,18 @@ func TestRecordDirect(t *testing.T) {
 	frag := "LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemDW dst: r2 src: r1 off: 120 imm: 0\nLShImm dst: r2 imm: 32\nArShImm dst: r2 imm: 32\nStXMemDW dst: rfp src: r2 off: -64 imm: 0\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0"
 	if !strings.Contains(got, frag) {
 		t.Errorf("sys_exit program lacks\n%s\nin\n%s", frag, got)
+	}
+
+	// With the offset of thread_info's status, TS_COMPAT tells 32-bit
+	// system calls, int 0x80 from 64-bit code included.
+	s.Direct = &DirectOptions{TaskStatusOff: 16}
+	if p, err = Record(s); err != nil {
+		t.Fatal(err)
+	}
+	got = lines(p.Collection.Programs[RecordProgName(0)].Instructions)
+	frag = "Call FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0"
+	if !strings.Contains(got, frag) || strings.Contains(got, "off: 136") {
+		t.Errorf("sys_enter program with TaskStatusOff lacks\n%s\nor reads regs->cs, in\n%s", frag, got)
 	}
 
 	// A format that is not the layout the builder writes stays classic.

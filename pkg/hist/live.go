@@ -16,11 +16,11 @@ type LiveOptions struct {
 	Filter      bpfgen.FilterEmitter // compiled hist filter, nil for none
 	ExcludeTGID uint32               // do not count this process (gtrace itself)
 	OnlyTGIDs   []uint32             // count only these processes (-P)
-	// Direct puts the program of a raw_syscalls event on its raw
-	// tracepoint where gtrace can build the record (bpfgen.HistSpec's
-	// Direct); Start falls back to the classic tracepoint if the kernel
-	// refuses it.
-	Direct bool
+	// Direct, when not nil, puts the program of a raw_syscalls event on
+	// its raw tracepoint where gtrace can build the record
+	// (bpfgen.HistSpec's Direct; probe.DirectOptions); Start falls back
+	// to the classic tracepoint if the kernel refuses it.
+	Direct *bpfgen.DirectOptions
 }
 
 // Compiled is a plan turned into a BPF program for one event.
@@ -134,7 +134,7 @@ func Start(c *Compiled) (*Live, error) {
 		// Some kernels refuse tracing programs (lockdown, LSM policy):
 		// the classic tracepoint counts the same events.
 		l := *c.Layout
-		l.Direct = false
+		l.Direct = nil
 		prog, gerr := bpfgen.Hist(&l)
 		if gerr != nil {
 			return nil, errors.Join(err, gerr)

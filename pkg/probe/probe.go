@@ -8,9 +8,12 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
 )
 
 // ErrPermission is wrapped by errors caused by missing privileges.
@@ -207,4 +210,44 @@ func explain(action string, err error) error {
 		return fmt.Errorf("%s: %w: the kernel needs CONFIG_BPF_SYSCALL and CONFIG_BPF_EVENTS", action, err)
 	}
 	return fmt.Errorf("%s: %w", action, err)
+}
+
+// DirectOptions returns what programs built on BTF-enabled raw
+// tracepoints need to know of this kernel (see bpfgen.DirectOptions), or
+// nil when it has no BTF (CONFIG_DEBUG_INFO_BTF) and they cannot be
+// loaded.
+func DirectOptions() *bpfgen.DirectOptions {
+	if !HaveKernelBTF() {
+		return nil
+	}
+	o := &bpfgen.DirectOptions{}
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return o
+	}
+	var task *btf.Struct
+	if spec.TypeByName("task_struct", &task) != nil {
+		return o
+	}
+	for _, m := range task.Members {
+		ti, ok := m.Type.(*btf.Struct)
+		if m.Name != "thread_info" || !ok {
+			continue
+		}
+		for _, f := range ti.Members {
+			if f.Name == "status" && f.BitfieldSize == 0 && btfSize(f.Type) == 4 {
+				o.TaskStatusOff = int(m.Offset.Bytes() + f.Offset.Bytes())
+			}
+		}
+	}
+	return o
+}
+
+// btfSize returns the size of a type, or 0.
+func btfSize(t btf.Type) int {
+	n, err := btf.Sizeof(t)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -44,5 +45,24 @@ func TestPrivilegedAttachUnknownTracepoint(t *testing.T) {
 	err = o.AttachTracepoint("p", "nosuchsystem", "nosuchevent")
 	if err == nil || !strings.Contains(err.Error(), "the tracepoint does not exist on this kernel") {
 		t.Errorf("AttachTracepoint(unknown) = %v", err)
+	}
+}
+
+// TestDirectOptions finds thread_info's status word in the kernel's BTF
+// where there is BTF (on x86-64 since 5.11: offset 16, after flags and
+// syscall_work).
+func TestDirectOptions(t *testing.T) {
+	o := DirectOptions()
+	if !HaveKernelBTF() {
+		if o != nil {
+			t.Errorf("DirectOptions() = %+v without kernel BTF, want nil", o)
+		}
+		t.Skip("the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)")
+	}
+	if o == nil {
+		t.Fatal("DirectOptions() = nil with kernel BTF")
+	}
+	if runtime.GOARCH == "amd64" && (o.TaskStatusOff <= 0 || o.TaskStatusOff%4 != 0) {
+		t.Errorf("TaskStatusOff = %d, want the offset of task_struct.thread_info.status", o.TaskStatusOff)
 	}
 }

@@ -146,7 +146,13 @@ func TestPrivilegedDirectMatchesClassic(t *testing.T) {
 		checkDirect(t, fs, []string{self}, unix.SYS_GETPPID, n)
 	})
 	t.Run("386", func(t *testing.T) {
-		bin := build386(t)
+		bin := buildHelper(t, "getppid386", "386")
+		checkDirect(t, fs, []string{bin, strconv.Itoa(n)}, 64, n)
+	})
+	// A 64-bit process's int 0x80 takes the i386 registers too: the
+	// kernel tells it by TS_COMPAT, not by the code segment.
+	t.Run("int0x80", func(t *testing.T) {
+		bin := buildHelper(t, "int80", "amd64")
 		checkDirect(t, fs, []string{bin, strconv.Itoa(n)}, 64, n)
 	})
 }
@@ -190,24 +196,32 @@ func formatID(t *testing.T, fs *tracefs.FS, name string) int {
 	return ev.Format.ID
 }
 
-// build386 builds testdata/getppid386 for GOARCH=386 and checks that the
-// kernel runs it (CONFIG_IA32_EMULATION).
-func build386(t *testing.T) string {
+// buildHelper builds the helper program testdata/name for goarch and
+// checks that the kernel runs it and its 32-bit system calls
+// (CONFIG_IA32_EMULATION).
+func buildHelper(t *testing.T, name, goarch string) string {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command on PATH to build the 32-bit helper")
+		t.Skipf("no go command on PATH to build the helper %s", name)
 	}
-	bin := filepath.Join(t.TempDir(), "getppid386")
+	bin := filepath.Join(t.TempDir(), name)
 	c := exec.Command(goCmd, "build", "-o", bin, ".")
-	c.Dir = filepath.Join("testdata", "getppid386")
-	c.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0", "GOFLAGS=")
+	c.Dir = filepath.Join("testdata", name)
+	c.Env = append(os.Environ(), "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("build the 32-bit helper: %v\n%s", err, out)
+		t.Fatalf("build the helper %s: %v\n%s", name, err, out)
 	}
-	if err := exec.Command(bin, "0").Run(); errors.Is(err, syscall.ENOEXEC) {
-		t.Skipf("the kernel does not run 32-bit programs (CONFIG_IA32_EMULATION): %v", err)
-	} else if err != nil {
-		t.Fatalf("32-bit helper: %v", err)
+	var ws syscall.WaitStatus
+	err = exec.Command(bin, "1").Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ws, _ = ee.Sys().(syscall.WaitStatus)
+	}
+	switch {
+	case errors.Is(err, syscall.ENOEXEC) || (ws.Signaled() && ws.Signal() == syscall.SIGSEGV):
+		t.Skipf("the kernel does not run 32-bit system calls (CONFIG_IA32_EMULATION): %v", err)
+	case err != nil:
+		t.Fatalf("helper %s: %v", name, err)
 	}
 	return bin
 }

@@ -150,7 +150,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		Clock:       clock,
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
-		Direct:      !o.Classic && probe.HaveKernelBTF(),
+	}
+	if !o.Classic {
+		spec.Direct = probe.DirectOptions()
 	}
 	for _, pid := range o.PIDs {
 		if pid <= 0 {
@@ -170,7 +172,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 
 // direct reports whether some event's program is on a raw tracepoint.
 func (p *Plan) direct() bool {
-	if p.spec == nil || !p.spec.Direct {
+	if p.spec == nil || p.spec.Direct == nil {
 		return false
 	}
 	for _, ev := range p.Events {
@@ -185,7 +187,7 @@ func (p *Plan) direct() bool {
 // tracepoint: for a kernel that refuses programs on raw tracepoints.
 func (p *Plan) classic() error {
 	spec := *p.spec
-	spec.Direct = false
+	spec.Direct = nil
 	prog, err := bpfgen.Record(&spec)
 	if err != nil {
 		return err
@@ -227,7 +229,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
 		}
-		if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec != nil && p.spec.Direct {
+		if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec != nil && p.spec.Direct != nil {
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", tp)
 		}
 		b.WriteString("\n")

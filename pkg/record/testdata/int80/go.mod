@@ -1,0 +1,3 @@
+module int80
+
+go 1.22
