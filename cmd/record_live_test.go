@@ -112,6 +112,34 @@ func TestPrivilegedRecordGetppid(t *testing.T) {
 	}
 }
 
+// TestPrivilegedRecordSyscalls records every syscalls event (on this
+// kernel's BTF, through the two syscall group programs) while a helper
+// makes exactly n getppid calls: trace-cmd reads the file with nothing on
+// stderr and shows each call's entry and exit, with the parent's pid as
+// the return value, and gtrace report prints the same bytes.
+func TestPrivilegedRecordSyscalls(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 321
+	file := filepath.Join(t.TempDir(), "syscalls.dat")
+	args := append([]string{"-e", "syscalls:*", "-o", file}, workload(t, fmt.Sprintf("getppid-sleep %d 50", n))...)
+	if errOut, code := recordLive(t, args...); code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	report := traceCmdReport(t, file)
+	comm := regexp.QuoteMeta(commOf(t))
+	enters := regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[\d+\] +\d+\.\d+: sys_enter_getppid: *$`).FindAllString(report, -1)
+	exits := regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[\d+\] +\d+\.\d+: sys_exit_getppid: +0x`+strconv.FormatInt(int64(os.Getpid()), 16)+`$`).FindAllString(report, -1)
+	if len(enters) != n || len(exits) != n {
+		t.Errorf("%d sys_enter_getppid and %d sys_exit_getppid lines of %s, want %d each; report starts:\n%s", len(enters), len(exits), comm, n, report[:min(len(report), 2000)])
+	}
+	if !regexp.MustCompile(`(?m)sys_enter_openat: +dfd: 0x[0-9a-f]+, filename: 0x[0-9a-f]+, flags: 0x[0-9a-f]+, mode: 0x[0-9a-f]+$`).MatchString(report) {
+		t.Error("no sys_enter_openat line with its four arguments")
+	}
+	if mine, errOut, code := run(t, "report", "-i", file); code != 0 || mine != report {
+		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, testutil.FirstDiff(mine, report))
+	}
+}
+
 // TestPrivilegedRecordLost records into rings of one page: the events that
 // do not fit are counted on stderr and in the file's CPU stats, and marked
 // in the pages (trace-cmd report prints those followed by a record).

@@ -16,7 +16,7 @@ const module = "github.com/gtrace/gtrace/"
 var allowed = map[string][]string{
 	"cmd":          {"pkg/", "github.com/spf13/cobra", "github.com/spf13/pflag"},
 	"pkg/hist":     {"pkg/probe", "pkg/bpfgen", "pkg/parse", "pkg/eval", "pkg/tracedat", "pkg/tracingmap", "pkg/syscalls", "pkg/ksym", "github.com/olekukonko/tablewriter"},
-	"pkg/record":   {"pkg/probe", "pkg/bpfgen", "pkg/parse", "pkg/tracefs", "pkg/tracedat", "pkg/launch", "pkg/ksym", "golang.org/x/sys/unix"},
+	"pkg/record":   {"pkg/probe", "pkg/bpfgen", "pkg/parse", "pkg/tracefs", "pkg/tracedat", "pkg/launch", "pkg/ksym", "pkg/syscalls", "golang.org/x/sys/unix"},
 	"pkg/report":   {"pkg/tracedat", "pkg/parse", "pkg/eval", "pkg/syscalls", "pkg/ksym", "github.com/olekukonko/tablewriter"},
 	"pkg/probe":    {"pkg/bpfgen", "pkg/tracefs", "pkg/parse", "github.com/cilium/ebpf", "golang.org/x/sys/unix"},
 	"pkg/bpfgen":   {"pkg/parse", "github.com/cilium/ebpf"},

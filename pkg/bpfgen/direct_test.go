@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // TestHistDirect checks the hist program on a raw tracepoint: the record
@@ -63,5 +64,102 @@ func TestHistDirect(t *testing.T) {
 	}
 	if !HistDirect(spec(&HistSpec{})) {
 		t.Error("HistDirect(sys_exit) = false")
+	}
+}
+
+// TestSyscallGroups checks that syscalls events without a filter share a
+// program per raw tracepoint, with their numbers mapped to their IDs and
+// record lengths, and that the rest keep programs of their own.
+func TestSyscallGroups(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("syscall groups exist only on amd64")
+	}
+	nr := func(n uint32) *uint32 { return &n }
+	openat := testutil.Format(t, "syscalls:sys_enter_openat")
+	exitOpenat := testutil.Format(t, "syscalls:sys_exit_openat")
+	getppid := testutil.Format(t, "syscalls:sys_enter_getppid")
+	write := testutil.Format(t, "syscalls:sys_enter_write")
+	e, err := parse.ParseFilter("-f", "fd == 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := parse.BindFilter("-f", "fd == 1", e, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := recordSpec(
+		RecordEvent{Format: openat, Syscall: nr(257)},
+		RecordEvent{Format: exitOpenat, Syscall: nr(257)},
+		RecordEvent{Format: getppid, Syscall: nr(110)},
+		RecordEvent{Format: write, Syscall: nr(1), Filter: bf},               // a filter: its own program
+		RecordEvent{Format: testutil.Format(t, "syscalls:sys_enter_openat")}, // no number: its own program
+	)
+	s.Direct = &DirectOptions{TaskStatusOff: 16}
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProg := []string{SysEnterProgName, SysExitProgName, SysEnterProgName, RecordProgName(3), RecordProgName(4)}
+	wantTP := []string{"sys_enter", "sys_exit", "sys_enter", "", ""}
+	for i := range s.Events {
+		if got := RecordProgram(s, i); got != wantProg[i] {
+			t.Errorf("RecordProgram(%d) = %s, want %s", i, got, wantProg[i])
+		}
+		if got := GroupTracepoint(s, i); got != wantTP[i] {
+			t.Errorf("GroupTracepoint(%d) = %q, want %q", i, got, wantTP[i])
+		}
+	}
+	for _, name := range []string{RecordProgName(0), RecordProgName(1), RecordProgName(2)} {
+		if p.Collection.Programs[name] != nil {
+			t.Errorf("grouped event has a program of its own, %s", name)
+		}
+	}
+	ids := p.Collection.Maps[sysEnterMapName]
+	if ids == nil || ids.Type != ebpf.Array || ids.MaxEntries != 258 || len(ids.Contents) != 2 ||
+		ids.Contents[0] != (ebpf.MapKV{Key: uint32(257), Value: uint64(48)<<32 | uint64(openat.ID)}) ||
+		ids.Contents[1] != (ebpf.MapKV{Key: uint32(110), Value: uint64(12)<<32 | uint64(getppid.ID)}) {
+		t.Errorf("sys_enter ids map %+v", ids)
+	}
+	exitIDs := p.Collection.Maps[sysExitMapName]
+	if exitIDs == nil || len(exitIDs.Contents) != 1 || exitIDs.Contents[0] != (ebpf.MapKV{Key: uint32(257), Value: uint64(24)<<32 | uint64(exitOpenat.ID)}) {
+		t.Errorf("sys_exit ids map %+v", exitIDs)
+	}
+	for name, frags := range map[string][]string{
+		SysEnterProgName: {
+			// 32-bit system calls have no syscalls events
+			"Call FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <out_1>",
+			// the number, bounded by the map, stored as __syscall_nr and its padding
+			"LdXMemDW dst: r2 src: r6 off: 8 imm: 0\nJGTImm dst: r2 off: -1 imm: 257 <out_1>\nStXMemDW dst: rfp src: r2 off: -64 imm: 0\nStXMemW dst: rfp src: r2 off: -4 imm: 0",
+			"LdXMemDW dst: r3 src: r0 off: 0 imm: 0\nJEqImm dst: r3 off: -1 imm: 0 <out_1>",
+			"LdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0", // args[0] = di
+			"LdXMemDW dst: r2 src: r1 off: 64 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",  // args[5] = r9
+			"AndImm dst: r2 imm: 65535\nOrReg dst: r1 src: r2\nStXMemDW dst: rfp src: r1 off: -72 imm: 0\nMovReg dst: r9 src: r3\nRShImm dst: r9 imm: 32",
+			"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0\nStXMemDW dst: r7 src: r9 off: 8 imm: 0\nMovReg dst: r1 src: r9\nAddImm dst: r1 imm: 23\nAndImm dst: r1 imm: -8",
+		},
+		SysExitProgName: {
+			"LdXMemDW dst: r2 src: r1 off: 120 imm: 0\nLShImm dst: r2 imm: 32\nArShImm dst: r2 imm: 32\nJGTImm dst: r2 off: -1 imm: 257 <out_1>",
+			"LdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0", // ret
+		},
+	} {
+		ps := p.Collection.Programs[name]
+		if ps == nil || ps.Type != ebpf.Tracing || ps.AttachType != ebpf.AttachTraceRawTp {
+			t.Fatalf("%s: %+v, want a tp_btf program", name, ps)
+		}
+		got := lines(ps.Instructions)
+		for _, frag := range frags {
+			if !strings.Contains(got, frag) {
+				t.Errorf("%s lacks\n%s\nin\n%s", name, frag, got)
+			}
+		}
+		checkReturnsZero(t, ps.Instructions)
+	}
+
+	// Without Direct, every event has a program of its own.
+	s.Direct = nil
+	if p, err = Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || RecordProgram(s, 0) != RecordProgName(0) {
+		t.Error("classic recording has syscall groups")
 	}
 }

@@ -154,6 +154,10 @@ func (c Clock) helper() asm.BuiltinFunc {
 type RecordEvent struct {
 	Format *parse.Format
 	Filter *parse.BoundFilter // nil: every event is recorded
+	// Syscall, for a syscalls:sys_enter_NAME or sys_exit_NAME event, is
+	// the number of system call NAME, which lets a Direct recording
+	// record it in a syscall group (see syscalls.go); nil otherwise.
+	Syscall *uint32
 }
 
 // RecordSpec describes the programs and maps of a recording.
@@ -190,7 +194,8 @@ func RecordLayout(f *parse.Format) (fixed int, dynamic []*parse.Field) {
 	return fixed, dynamic
 }
 
-// Record builds the collection of a recording: a program per event, the
+// Record builds the collection of a recording: a program per event (or per
+// syscall group, see syscalls.go), the
 // per-CPU batches and ring buffers (the rings' template: probe creates one
 // per CPU), the lost counters and, with CommEntries, the comm program and
 // its map.
@@ -238,7 +243,13 @@ func Record(s *RecordSpec) (*Program, error) {
 		ValueSize:  BatchHeader + BatchData,
 		MaxEntries: 1,
 	}
+	if err := addSyscallGroups(s, coll); err != nil {
+		return nil, err
+	}
 	for i, ev := range s.Events {
+		if groupOf(s, ev) != nil {
+			continue
+		}
 		var d *directBuilder
 		if s.Direct != nil {
 			d = direct(ev.Format)

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,18 +25,29 @@ import (
 )
 
 // workloadEnv makes the test binary the traced helper: "getppid N" makes
-// N getppid calls with the arguments 1..6.
+// N getppid calls with the arguments 1..6; "close N" makes N getppid calls
+// and N close calls of the bad descriptors closeFD+1..closeFD+N.
 const workloadEnv = "GTRACE_RECORD_WORKLOAD"
+
+// closeFD is where the descriptors that "close N" closes start.
+const closeFD = 100000
 
 func TestMain(m *testing.M) {
 	if w := os.Getenv(workloadEnv); w != "" {
+		var mode string
 		var n int
-		if _, err := fmt.Sscanf(w, "getppid %d", &n); err != nil {
+		if _, err := fmt.Sscanf(w, "%s %d", &mode, &n); err != nil {
 			os.Exit(2)
 		}
 		runtime.LockOSThread()
-		for range n {
-			unix.RawSyscall6(unix.SYS_GETPPID, 1, 2, 3, 4, 5, 6)
+		for i := range n {
+			switch mode {
+			case "getppid":
+				unix.RawSyscall6(unix.SYS_GETPPID, 1, 2, 3, 4, 5, 6)
+			case "close":
+				unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+				unix.RawSyscall(unix.SYS_CLOSE, uintptr(closeFD+i+1), 0, 0)
+			}
 		}
 		os.Exit(0)
 	}
@@ -64,21 +76,20 @@ func (s memSink) Lost(uint64)       {}
 func (s memSink) FlushPages() error { return nil }
 func (s memSink) Flush() error      { return nil }
 
-// recordHelper records raw_syscalls:sys_enter and sys_exit of the command
-// argv, started held and let go once the programs are attached, and
-// returns the records of its system calls number nr, common_pid zeroed,
-// as hex strings in a stable order.
-func recordHelper(t *testing.T, fs *tracefs.FS, argv []string, nr int64, classic bool) []string {
+// recordHelper records events of the command argv, started held and let
+// go once the programs are attached, and returns the records that keep
+// accepts, common_pid zeroed, as hex strings in a stable order.
+func recordHelper(t *testing.T, fs *tracefs.FS, argv []string, events []string, classic bool, keep func(r []byte) bool) []string {
 	t.Helper()
 	held, err := launch.Start(argv, nil, io.Discard, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(fs, &Options{
-		Events:  []EventSpec{{Pattern: "raw_syscalls:sys_enter"}, {Pattern: "raw_syscalls:sys_exit"}},
-		PIDs:    []int{held.Pid()},
-		Classic: classic,
-	})
+	var specs []EventSpec
+	for _, e := range events {
+		specs = append(specs, EventSpec{Pattern: e})
+	}
+	p, err := NewPlan(fs, &Options{Events: specs, PIDs: []int{held.Pid()}, Classic: classic})
 	if err != nil {
 		held.Kill()
 		t.Fatal(err)
@@ -108,7 +119,7 @@ func recordHelper(t *testing.T, fs *tracefs.FS, argv []string, nr int64, classic
 	}
 	var recs []string
 	for _, r := range out.recs {
-		if len(r) < 16 || int64(binary.LittleEndian.Uint64(r[8:])) != nr {
+		if !keep(r) {
 			continue
 		}
 		if pid := binary.LittleEndian.Uint32(r[4:]); int(pid) != held.Pid() {
@@ -119,6 +130,14 @@ func recordHelper(t *testing.T, fs *tracefs.FS, argv []string, nr int64, classic
 	}
 	slices.Sort(recs)
 	return recs
+}
+
+// rawSyscalls are the events of raw_syscalls.
+var rawSyscalls = []string{"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"}
+
+// idIs keeps raw_syscalls records of system call nr.
+func idIs(nr int64) func(r []byte) bool {
+	return func(r []byte) bool { return len(r) >= 16 && int64(binary.LittleEndian.Uint64(r[8:])) == nr }
 }
 
 // TestPrivilegedDirectMatchesClassic records a helper that makes exactly n
@@ -160,20 +179,20 @@ func TestPrivilegedDirectMatchesClassic(t *testing.T) {
 // checkDirect records argv both ways and checks the records of system
 // call nr.
 func checkDirect(t *testing.T, fs *tracefs.FS, argv []string, nr int64, n int) {
-	direct := recordHelper(t, fs, argv, nr, false)
-	classic := recordHelper(t, fs, argv, nr, true)
+	direct := recordHelper(t, fs, argv, rawSyscalls, false, idIs(nr))
+	classic := recordHelper(t, fs, argv, rawSyscalls, true, idIs(nr))
 	if !slices.Equal(direct, classic) {
 		t.Errorf("records built on raw tracepoints differ from the classic ones:\n%s", testutil.FirstDiff(fmt.Sprint(direct), fmt.Sprint(classic)))
 	}
 	le := binary.LittleEndian
 	enter := make([]byte, 64)
-	le.PutUint16(enter, uint16(formatID(t, fs, "sys_enter")))
+	le.PutUint16(enter, uint16(formatID(t, fs, "raw_syscalls", "sys_enter")))
 	le.PutUint64(enter[8:], uint64(nr))
 	for i := range 6 {
 		le.PutUint64(enter[16+8*i:], uint64(i+1))
 	}
 	exit := make([]byte, 24)
-	le.PutUint16(exit, uint16(formatID(t, fs, "sys_exit")))
+	le.PutUint16(exit, uint16(formatID(t, fs, "raw_syscalls", "sys_exit")))
 	le.PutUint64(exit[8:], uint64(nr))
 	le.PutUint64(exit[16:], uint64(os.Getpid()))
 	var want []string
@@ -187,9 +206,9 @@ func checkDirect(t *testing.T, fs *tracefs.FS, argv []string, nr int64, n int) {
 	}
 }
 
-// formatID returns the ID of a raw_syscalls event.
-func formatID(t *testing.T, fs *tracefs.FS, name string) int {
-	ev, err := loadEvent(fs, tracefs.Event{System: "raw_syscalls", Name: name})
+// formatID returns the ID of an event.
+func formatID(t *testing.T, fs *tracefs.FS, system, name string) int {
+	ev, err := loadEvent(fs, tracefs.Event{System: system, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +243,102 @@ func buildHelper(t *testing.T, name, goarch string) string {
 		t.Fatalf("helper %s: %v", name, err)
 	}
 	return bin
+}
+
+// TestPrivilegedSyscallGroupMatchesClassic records syscalls events of a
+// helper that makes exactly n getppid calls and n close calls of bad
+// descriptors, once with the syscall group programs on the raw tracepoints
+// and once with a classic program per event: both ways give the same
+// bytes (but for the 4 bytes of padding after __syscall_nr, which the
+// kernel leaves as it finds them and the groups zero), n records of each
+// event with the kernel's fields. 32-bit system calls, of a 32-bit process
+// or through int 0x80, have no syscalls events: both ways record none.
+func TestPrivilegedSyscallGroupMatchesClassic(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	if runtime.GOARCH != "amd64" || !probe.HaveKernelBTF() {
+		t.Skipf("syscall groups exist only on amd64 with kernel BTF (here %s, BTF %v)", runtime.GOARCH, probe.HaveKernelBTF())
+	}
+	fs, err := tracefs.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	events := []string{"syscalls:sys_enter_getppid", "syscalls:sys_exit_getppid", "syscalls:sys_enter_close", "syscalls:sys_exit_close"}
+	ids := map[uint16]string{}
+	for _, e := range events {
+		name := strings.TrimPrefix(e, "syscalls:")
+		ids[uint16(formatID(t, fs, "syscalls", name))] = name
+	}
+	// The helper's own calls: every getppid; the close calls of the bad
+	// descriptors (the Go runtime closes good ones, which return 0).
+	keep := func(r []byte) bool {
+		switch ids[le.Uint16(r)] {
+		case "sys_enter_close":
+			return le.Uint64(r[16:]) > closeFD
+		case "sys_exit_close":
+			return int64(le.Uint64(r[16:])) == -int64(syscall.EBADF)
+		}
+		return true
+	}
+	pad := func(recs []string) []string {
+		out := slices.Clone(recs)
+		for i, r := range out {
+			if len(r) > 32 {
+				out[i] = r[:24] + "00000000" + r[32:] // bytes 12-15, in hex
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	t.Setenv(workloadEnv, fmt.Sprintf("close %d", n))
+	direct := recordHelper(t, fs, []string{self}, events, false, keep)
+	classic := pad(recordHelper(t, fs, []string{self}, events, true, keep))
+	if !slices.Equal(direct, classic) {
+		t.Errorf("syscall group records differ from the classic ones:\n%s", testutil.FirstDiff(strings.Join(direct, "\n"), strings.Join(classic, "\n")))
+	}
+	rec := func(name string, size int, fields ...uint64) string {
+		b := make([]byte, size)
+		le.PutUint16(b, uint16(formatID(t, fs, "syscalls", name)))
+		for i, v := range fields {
+			if i == 0 {
+				le.PutUint32(b[8:], uint32(v)) // __syscall_nr
+				continue
+			}
+			le.PutUint64(b[8+8*i:], v)
+		}
+		return fmt.Sprintf("%x", b)
+	}
+	ebadf := -int64(syscall.EBADF)
+	var want []string
+	for i := range n {
+		want = append(want,
+			rec("sys_enter_getppid", 12, unix.SYS_GETPPID),
+			rec("sys_exit_getppid", 24, unix.SYS_GETPPID, uint64(os.Getpid())),
+			rec("sys_enter_close", 24, unix.SYS_CLOSE, uint64(closeFD+i+1)),
+			rec("sys_exit_close", 24, unix.SYS_CLOSE, uint64(ebadf)))
+	}
+	slices.Sort(want)
+	if !slices.Equal(direct, want) {
+		t.Errorf("%d records, want %d of each event:\n%s", len(direct), n, testutil.FirstDiff(strings.Join(direct, "\n"), strings.Join(want, "\n")))
+	}
+
+	// i386 getppid is 64, x86-64's semget: a 32-bit call taken for a
+	// 64-bit one would show as semget.
+	compat := []string{"syscalls:sys_enter_semget", "syscalls:sys_exit_semget", "syscalls:sys_enter_getppid", "syscalls:sys_exit_getppid"}
+	all := func([]byte) bool { return true }
+	for _, h := range []struct{ name, goarch string }{{"getppid386", "386"}, {"int80", "amd64"}} {
+		t.Run(h.name, func(t *testing.T) {
+			argv := []string{buildHelper(t, h.name, h.goarch), strconv.Itoa(n)}
+			for _, classic := range []bool{false, true} {
+				if recs := recordHelper(t, fs, argv, compat, classic, all); len(recs) != 0 {
+					t.Errorf("classic %v: %d records of 32-bit system calls, want none: %s", classic, len(recs), recs[0])
+				}
+			}
+		})
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/syscalls"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
@@ -160,8 +162,13 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 		spec.OnlyTGIDs = append(spec.OnlyTGIDs, uint32(pid))
 	}
+	nrs := syscallNumbers(runtime.GOARCH)
 	for _, ev := range p.Events {
-		spec.Events = append(spec.Events, bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter})
+		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter}
+		if nr, ok := syscallOf(nrs, ev.Format); ok {
+			re.Syscall = &nr
+		}
+		spec.Events = append(spec.Events, re)
 	}
 	if p.Program, err = bpfgen.Record(spec); err != nil {
 		return nil, err
@@ -170,13 +177,56 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	return p, nil
 }
 
+// syscallNumbers maps the kernel's entry point names of arch's system
+// calls (sys_newfstat, sys_umount), which name its syscalls events, to
+// their numbers. Names that two numbers share are left out.
+func syscallNumbers(arch string) map[string]uint32 {
+	nrs := map[string]uint32{}
+	seen := map[string]bool{}
+	for nr := range uint32(maxSyscallNr) {
+		name, ok := syscalls.Name(arch, uint64(nr))
+		if !ok {
+			continue
+		}
+		if seen[name] {
+			delete(nrs, name)
+			continue
+		}
+		seen[name] = true
+		nrs[name] = nr
+	}
+	return nrs
+}
+
+// maxSyscallNr bounds the system call numbers looked at.
+const maxSyscallNr = 1024
+
+// syscallOf returns the number of the system call that a
+// syscalls:sys_enter_NAME or sys_exit_NAME event traces.
+func syscallOf(nrs map[string]uint32, f *parse.Format) (uint32, bool) {
+	if f.System != "syscalls" {
+		return 0, false
+	}
+	name, ok := strings.CutPrefix(f.Name, "sys_enter_")
+	if !ok {
+		if name, ok = strings.CutPrefix(f.Name, "sys_exit_"); !ok {
+			return 0, false
+		}
+	}
+	nr, ok := nrs["sys_"+name]
+	return nr, ok
+}
+
+// program returns the name of the program that records the i-th event.
+func (p *Plan) program(i int) string { return bpfgen.RecordProgram(p.spec, i) }
+
 // direct reports whether some event's program is on a raw tracepoint.
 func (p *Plan) direct() bool {
 	if p.spec == nil || p.spec.Direct == nil {
 		return false
 	}
-	for _, ev := range p.Events {
-		if bpfgen.DirectTracepoint(ev.Format) != "" {
+	for i, ev := range p.Events {
+		if bpfgen.DirectTracepoint(ev.Format) != "" || bpfgen.GroupTracepoint(p.spec, i) != "" {
 			return true
 		}
 	}
@@ -220,7 +270,7 @@ func loadEvent(fs *tracefs.FS, e tracefs.Event) (*Event, error) {
 func (p *Plan) Describe(w io.Writer) error {
 	var b strings.Builder
 	for i, ev := range p.Events {
-		fmt.Fprintf(&b, "# %s: %s (ID %d), ", bpfgen.RecordProgName(i), ev.Format.FullName(), ev.Format.ID)
+		fmt.Fprintf(&b, "# %s: %s (ID %d), ", p.program(i), ev.Format.FullName(), ev.Format.ID)
 		if ev.Dynamic {
 			fmt.Fprintf(&b, "%d-byte fixed part and dynamic fields, up to %d bytes", ev.Fixed, maxRecord(p.PageSize))
 		} else {
@@ -229,7 +279,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
 		}
-		if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec != nil && p.spec.Direct != nil {
+		if tp := bpfgen.GroupTracepoint(p.spec, i); tp != "" {
+			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", tp)
+		} else if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec.Direct != nil {
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", tp)
 		}
 		b.WriteString("\n")
@@ -240,7 +292,7 @@ func (p *Plan) Describe(w io.Writer) error {
 	for i := range p.Events {
 		names = append(names, bpfgen.RecordProgName(i))
 	}
-	names = append(names, bpfgen.CommProgName)
+	names = append(names, bpfgen.SysEnterProgName, bpfgen.SysExitProgName, bpfgen.CommProgName)
 	for _, name := range names {
 		if ps := p.Program.Collection.Programs[name]; ps != nil {
 			fmt.Fprintf(&b, "%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)

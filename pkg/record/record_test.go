@@ -154,7 +154,11 @@ func TestNewPlanLayout(t *testing.T) {
 // the raw tracepoint where the kernel has BTF (amd64), else on the classic
 // one; and that a plan can fall back to classic tracepoints.
 func TestNewPlanDirect(t *testing.T) {
-	p, err := NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}, {Pattern: "sched:sched_switch"}}})
+	p, err := NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{
+		{Pattern: "raw_syscalls:sys_enter"}, {Pattern: "sched:sched_switch"},
+		{Pattern: "syscalls:sys_enter_openat"}, {Pattern: "syscalls:sys_exit_openat"},
+		{Pattern: "syscalls:sys_enter_write", Filter: "fd == 1"},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +178,14 @@ func TestNewPlanDirect(t *testing.T) {
 		for _, frag := range []string{
 			"# gtrace_rec0: raw_syscalls:sys_enter (ID 443), 64-byte records, built on raw tracepoint sys_enter\n",
 			"# gtrace_rec1: sched:sched_switch (ID 372), 64-byte records\n",
+			"# gtrace_sysenter: syscalls:sys_enter_openat (ID 782), 48-byte records, with the other syscall events on raw tracepoint sys_enter\n",
+			"# gtrace_sysexit: syscalls:sys_exit_openat (ID 781), 24-byte records, with the other syscall events on raw tracepoint sys_exit\n",
+			"# gtrace_rec4: syscalls:sys_enter_write (ID 840), 40-byte records, filter fd == 1\n",
 			"gtrace_rec0 (Tracing, ",
 			"gtrace_rec1 (TracePoint, ",
+			"gtrace_sysenter (Tracing, ",
+			"gtrace_sysexit (Tracing, ",
+			"gtrace_rec4 (TracePoint, ",
 		} {
 			if !strings.Contains(out, frag) {
 				t.Errorf("Describe() lacks %q:\n%s", frag, out)
@@ -194,6 +204,38 @@ func TestNewPlanDirect(t *testing.T) {
 	}
 	if out := describe(); strings.Contains(out, "raw tracepoint") || !strings.Contains(out, "gtrace_rec0 (TracePoint, ") {
 		t.Errorf("classic plan:\n%s", out)
+	}
+}
+
+// TestSyscallNumbers maps syscalls events to the numbers of their system
+// calls through the kernel's entry point names.
+func TestSyscallNumbers(t *testing.T) {
+	nrs := syscallNumbers("amd64")
+	for name, want := range map[string]uint32{"sys_read": 0, "sys_openat": 257, "sys_newfstatat": 262, "sys_umount": 166, "sys_getppid": 110} {
+		if got, ok := nrs[name]; !ok || got != want {
+			t.Errorf("%s: %d, %v, want %d", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"sys_umount2", "sys_fstatat", ""} {
+		if nr, ok := nrs[name]; ok {
+			t.Errorf("%q: %d, want no number (not an entry point name)", name, nr)
+		}
+	}
+	for _, tc := range []struct {
+		system, name string
+		nr           uint32
+		ok           bool
+	}{
+		{"syscalls", "sys_enter_openat", 257, true},
+		{"syscalls", "sys_exit_newfstatat", 262, true},
+		{"syscalls", "sys_enter_no_such_call", 0, false},
+		{"raw_syscalls", "sys_enter", 0, false},
+		{"sched", "sys_enter_openat", 0, false},
+	} {
+		nr, ok := syscallOf(nrs, &parse.Format{System: tc.system, Name: tc.name})
+		if nr != tc.nr || ok != tc.ok {
+			t.Errorf("syscallOf(%s:%s) = %d, %v, want %d, %v", tc.system, tc.name, nr, ok, tc.nr, tc.ok)
+		}
 	}
 }
 

@@ -161,8 +161,14 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		return nil, err
 	}
 	attached := 0
+	done := map[string]error{} // group programs, attached once for all their events
 	for i, ev := range p.Events {
-		aerr := s.objs.AttachTracepoint(bpfgen.RecordProgName(i), ev.Format.System, ev.Format.Name)
+		name := p.program(i)
+		aerr, ok := done[name]
+		if !ok {
+			aerr = s.objs.AttachTracepoint(name, ev.Format.System, ev.Format.Name)
+			done[name] = aerr
+		}
 		switch {
 		case aerr == nil:
 			attached++

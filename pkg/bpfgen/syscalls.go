@@ -1,0 +1,233 @@
+package bpfgen
+
+// Syscall groups. The kernel's syscalls:sys_enter_NAME and sys_exit_NAME
+// events are not tracepoints of their own: ftrace and perf make them from
+// the sys_enter and sys_exit tracepoints, one event per system call
+// number. A recording of many of them (-e 'syscalls:*' names ~700) would
+// take a classic tracepoint program and a perf event each, and the kernel
+// waits a grace period to tear down each perf event. With Direct, the
+// events that have no filter share one program on the sys_enter raw
+// tracepoint and one on sys_exit: an array map indexed by the system
+// call's number gives the event's format ID and record length (0: not
+// recorded), and the program builds the record as the kernel does:
+//
+//	sys_enter_NAME: common fields, int __syscall_nr, 4 bytes of padding
+//	                (0 here), then the call's arguments as unsigned longs
+//	sys_exit_NAME:  common fields, int __syscall_nr, padding, long ret
+//
+// Like the kernel, they skip 32-bit system calls (trace_get_syscall_nr),
+// and numbers outside the table.
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// Names of the syscall group programs and their maps.
+const (
+	SysEnterProgName = "gtrace_sysenter"
+	SysExitProgName  = "gtrace_sysexit"
+	sysEnterMapName  = "sysenter_ids"
+	sysExitMapName   = "sysexit_ids"
+)
+
+// syscallGroup describes the group of one raw tracepoint.
+type syscallGroup struct {
+	prog, ids  string // the program's and the map's names
+	tracepoint string // sys_enter or sys_exit
+	prefix     string // of its events' names
+}
+
+var (
+	sysEnterGroup = &syscallGroup{SysEnterProgName, sysEnterMapName, "sys_enter", "sys_enter_"}
+	sysExitGroup  = &syscallGroup{SysExitProgName, sysExitMapName, "sys_exit", "sys_exit_"}
+)
+
+// maxSyscallArgs is the most arguments a system call has.
+const maxSyscallArgs = 6
+
+// groupOf returns the group that records ev, or nil when ev gets a
+// program of its own: no Direct, not a syscalls event with a known
+// number, a filter, another architecture, or a format other than the
+// group's programs write.
+func groupOf(s *RecordSpec, ev RecordEvent) *syscallGroup {
+	f := ev.Format
+	if s.Direct == nil || ev.Filter != nil || ev.Syscall == nil || runtime.GOARCH != "amd64" || f.System != "syscalls" {
+		return nil
+	}
+	var own []parse.Field
+	for _, fld := range f.Fields {
+		if !fld.Common {
+			own = append(own, fld)
+		}
+	}
+	if len(own) == 0 || own[0].Name != "__syscall_nr" || own[0].Offset != 8 || own[0].Size != 4 {
+		return nil
+	}
+	plain := func(fld parse.Field, off int) bool {
+		return fld.Offset == off && fld.Size == 8 && fld.Class != parse.ClassDataLoc && fld.Class != parse.ClassRelLoc
+	}
+	switch {
+	case strings.HasPrefix(f.Name, sysEnterGroup.prefix):
+		if len(own)-1 > maxSyscallArgs {
+			return nil
+		}
+		for i, fld := range own[1:] {
+			if !plain(fld, 16+8*i) {
+				return nil
+			}
+		}
+		return sysEnterGroup
+	case strings.HasPrefix(f.Name, sysExitGroup.prefix):
+		if len(own) != 2 || own[1].Name != "ret" || !plain(own[1], 16) {
+			return nil
+		}
+		return sysExitGroup
+	}
+	return nil
+}
+
+// RecordProgram returns the name of the program that records the i-th
+// event of s: its own, or its syscall group's.
+func RecordProgram(s *RecordSpec, i int) string {
+	if g := groupOf(s, s.Events[i]); g != nil {
+		return g.prog
+	}
+	return RecordProgName(i)
+}
+
+// GroupTracepoint returns the raw tracepoint of the syscall group program
+// that records the i-th event of s, or "" when it has a program of its
+// own.
+func GroupTracepoint(s *RecordSpec, i int) string {
+	if g := groupOf(s, s.Events[i]); g != nil {
+		return g.tracepoint
+	}
+	return ""
+}
+
+// addSyscallGroups adds the group programs and maps for the events of s
+// that they record.
+func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
+	for _, g := range []*syscallGroup{sysEnterGroup, sysExitGroup} {
+		var kvs []ebpf.MapKV
+		maxNr := uint32(0)
+		for _, ev := range s.Events {
+			if groupOf(s, ev) != g {
+				continue
+			}
+			f := ev.Format
+			if f.ID <= 0 || f.ID > 0xffff {
+				return fmt.Errorf("event %s: format ID %d does not fit common_type", f.FullName(), f.ID)
+			}
+			fixed, _ := RecordLayout(f)
+			kvs = append(kvs, ebpf.MapKV{Key: *ev.Syscall, Value: uint64(fixed)<<32 | uint64(f.ID)})
+			maxNr = max(maxNr, *ev.Syscall)
+		}
+		if len(kvs) == 0 {
+			continue
+		}
+		coll.Maps[g.ids] = &ebpf.MapSpec{
+			Name:       g.ids,
+			Type:       ebpf.Array,
+			KeySize:    4,
+			ValueSize:  8,
+			MaxEntries: maxNr + 1,
+			Contents:   kvs,
+		}
+		ps := &ebpf.ProgramSpec{Name: g.prog, License: "GPL", Instructions: syscallGroupProgram(s, g, maxNr)}
+		directSpec(ps, &directBuilder{tracepoint: g.tracepoint})
+		coll.Programs[g.prog] = ps
+	}
+	return nil
+}
+
+// syscallGroupProgram generates the program of a group whose numbers run
+// up to maxNr.
+func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) asm.Instructions {
+	b := &Builder{}
+	out := b.Label("out")
+	done := b.Label("done")
+	b.Comment("syscall group %s: R6 = ctx; R9 = pid_tgid", g.tracepoint)
+	b.Emit(
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(asm.R9, asm.R0),
+	)
+	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
+	b.Comment("32-bit system calls have no syscalls events")
+	emitCompat(b, s.Direct, out)
+	b.Comment("R2 = the system call's number")
+	if g == sysEnterGroup {
+		b.Emit(asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord)) // id
+	} else {
+		b.Emit(
+			asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord), // syscall_get_nr()
+			asm.LSh.Imm(asm.R2, 32),
+			asm.ArSh.Imm(asm.R2, 32),
+		)
+	}
+	b.Comment("R3 = %s[nr]: record length << 32 | event ID; __syscall_nr, an int, and 4 bytes of padding", g.ids)
+	b.Emit(
+		asm.JGT.Imm(asm.R2, int32(maxNr), out), // unsigned: negative numbers too
+		asm.StoreMem(asm.R10, recSlot+8, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R10, keySlot, asm.R2, asm.Word),
+	)
+	emitLookup(b, g.ids)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord),
+		asm.JEq.Imm(asm.R3, 0, out),
+	)
+	if g == sysEnterGroup {
+		b.Comment("the arguments, as syscall_get_arguments reads them")
+		b.Emit(asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord)) // regs
+		emitRegs(b, recSlot, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
+	} else {
+		b.Comment("ret")
+		b.Emit(
+			asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord),
+			asm.StoreMem(asm.R10, recSlot+16, asm.R2, asm.DWord),
+		)
+	}
+	b.Comment("common_type = the event's ID, common_pid = pid; R9 = record length")
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.LSh.Imm(asm.R1, 32),
+		asm.Mov.Reg(asm.R2, asm.R3),
+		asm.And.Imm(asm.R2, 0xffff),
+		asm.Or.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.R10, recSlot, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R9, asm.R3),
+		asm.RSh.Imm(asm.R9, 32),
+		asm.Mov.Reg(asm.R6, asm.R10),
+		asm.Add.Imm(asm.R6, recSlot),
+	)
+	emitBatch(b, s.Clock, BatchData-SampleHeader-directRecordMax, out, done)
+	b.Comment("copy the record; its length is in R9")
+	for off := int16(0); off < directRecordMax; off += 8 {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R6, off, asm.DWord),
+			asm.StoreMem(asm.R7, SampleHeader+off, asm.R1, asm.DWord),
+		)
+	}
+	b.Emit(
+		asm.StoreMem(asm.R7, 8, asm.R9, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.Add.Imm(asm.R1, SampleHeader+7),
+		asm.And.Imm(asm.R1, ^7),
+	)
+	emitCount(b)
+	b.Mark(done)
+	b.Comment("the batch is free again")
+	b.Emit(storeImm64(asm.R8, busyOff, 0))
+	b.Mark(out)
+	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return b.Instructions()
+}
