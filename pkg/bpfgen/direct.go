@@ -37,7 +37,8 @@ type DirectOptions struct {
 	// TaskStatusOff is the offset in task_struct of thread_info's status
 	// word, whose TS_COMPAT bit marks a 32-bit (ia32) system call, from
 	// the kernel's BTF. 0 when unknown: the code segment in pt_regs then
-	// tells 32-bit processes, which misses a 64-bit process's int 0x80.
+	// tells 32-bit processes alone, which misses a 64-bit process's
+	// int 0x80.
 	TaskStatusOff int
 }
 
@@ -82,6 +83,7 @@ const (
 	regsSI    = 104
 	regsDI    = 112
 	regsOrigA = 120
+	regsIP    = 128
 	regsCS    = 136
 )
 
@@ -142,24 +144,33 @@ func DirectTracepoint(f *parse.Format) string {
 }
 
 // emitCompat jumps to compat when the current system call is a 32-bit
-// one, as syscall_get_arguments tells it: by TS_COMPAT where its offset is
-// known, else by the code segment. Leaves regs in R1 on both paths.
-// Clobbers R0-R5.
+// one, as syscall_get_arguments tells it (the TS_COMPAT bit of the task's
+// thread_info status), and cheaply where it can: a 32-bit process runs in
+// the 32-bit code segment; a 64-bit process entered with the syscall
+// instruction, which leaves the return address in RCX, so that regs->cx
+// equals regs->ip. Only when neither tells (int 0x80 from 64-bit code,
+// or a CPU that enters otherwise) is the status read, where its offset
+// is known. Leaves regs in R1 on both paths. Clobbers R0-R5.
 func emitCompat(b *Builder, o *DirectOptions, compat string) {
-	if o.TaskStatusOff > 0 {
-		b.Emit(
-			asm.FnGetCurrentTaskBtf.Call(),
-			asm.LoadMem(asm.R2, asm.R0, int16(o.TaskStatusOff), asm.Word), // current->thread_info.status
-			asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord),                     // regs
-			asm.JSet.Imm(asm.R2, tsCompat, compat),
-		)
-		return
-	}
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R1, regsCS, asm.Half),
 		asm.JEq.Imm(asm.R2, user32CS, compat),
 	)
+	if o.TaskStatusOff <= 0 {
+		return
+	}
+	native := b.Label("syscall64")
+	b.Emit(
+		asm.LoadMem(asm.R2, asm.R1, regsCX, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R1, regsIP, asm.DWord),
+		asm.JEq.Reg(asm.R2, asm.R3, native),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.LoadMem(asm.R2, asm.R0, int16(o.TaskStatusOff), asm.Word), // current->thread_info.status
+		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord),                     // regs again
+		asm.JSet.Imm(asm.R2, tsCompat, compat),
+	)
+	b.Mark(native)
 }
 
 // emitSysEnter builds raw_syscalls:sys_enter from sys_enter(struct pt_regs

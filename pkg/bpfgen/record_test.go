@@ -356,9 +356,11 @@ func TestRecordDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = lines(p.Collection.Programs[RecordProgName(0)].Instructions)
-	frag = "Call FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0"
-	if !strings.Contains(got, frag) || strings.Contains(got, "off: 136") {
-		t.Errorf("sys_enter program with TaskStatusOff lacks\n%s\nor reads regs->cs, in\n%s", frag, got)
+	// The code segment first, then regs->cx == regs->ip (the syscall
+	// instruction), and the task's status only when neither tells.
+	frag = "LdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_3>\nLdXMemDW dst: r2 src: r1 off: 88 imm: 0\nLdXMemDW dst: r3 src: r1 off: 128 imm: 0\nJEqReg dst: r2 off: -1 src: r3 <syscall64_5>\nCall FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0"
+	if !strings.Contains(got, frag) {
+		t.Errorf("sys_enter program with TaskStatusOff lacks\n%s\nin\n%s", frag, got)
 	}
 
 	// A format that is not the layout the builder writes stays classic.
