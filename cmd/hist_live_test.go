@@ -166,7 +166,7 @@ func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := hist.NewOffline(spec, f)
+	off, err := hist.NewOffline(spec, f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

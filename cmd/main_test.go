@@ -18,6 +18,9 @@ import (
 // the controlled workloads below and exit, instead of running tests.
 const workloadEnv = "GTRACE_TEST_WORKLOAD"
 
+// pidFileEnv names the file where the "nanosleep" workload writes its pid.
+const pidFileEnv = "GTRACE_TEST_PIDFILE"
+
 // workloadFD is the descriptor the write workload writes to (/dev/null).
 const workloadFD = 100
 
@@ -30,7 +33,8 @@ func TestMain(m *testing.M) {
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
-// 100), "exit N", or "main ARGS..." (gtrace itself).
+// 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N", or
+// "main ARGS..." (gtrace itself).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
@@ -67,6 +71,17 @@ func runWorkload(w string) int {
 			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
 				return 96
 			}
+		}
+	case "nanosleep":
+		// Each sleep arms an hrtimer whose function is hrtimer_wakeup;
+		// so do the Go runtime's own sleeps, on other threads: the
+		// process's pid, that of its main thread, goes to the file
+		// that pidFileEnv names.
+		if err := os.WriteFile(os.Getenv(pidFileEnv), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return 94
+		}
+		for i := 0; i < n; i++ {
+			syscall.Nanosleep(&syscall.Timespec{Nsec: 1000}, nil)
 		}
 	case "exit":
 		return n

@@ -73,6 +73,12 @@ are recorded unless -P names some.`,
   # all scheduler events for 5 seconds, zstd-compressed
   gtrace record -e 'sched:*' --duration 5s --compression zstd
 
+  # every system call's entry and exit, with arguments and return values
+  gtrace record -e 'syscalls:*' -- make
+
+  # timers armed by sleeping tasks: a filter on a function's address range
+  gtrace record -e timer:hrtimer_start -f 'function.function == hrtimer_wakeup'
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {

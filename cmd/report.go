@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gtrace/gtrace/pkg/eval"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
 	"github.com/gtrace/gtrace/pkg/tracedat"
@@ -191,6 +192,7 @@ func reportFilter(f *tracedat.File, specs []string) (func(*parse.Format, *traced
 func bindEventFilter(f *tracedat.File, spec string) (eventFilter, error) {
 	events, filterOff := splitEventFilter(spec)
 	ef := eventFilter{bound: map[int]*parse.BoundFilter{}}
+	funcs := ksym.TextFuncRange(f.Kallsyms) // .function values, in the file's symbols
 	var expr parse.Expr
 	if filterOff >= 0 {
 		var err error
@@ -219,6 +221,9 @@ func bindEventFilter(f *tracedat.File, spec string) (eventFilter, error) {
 			}
 			bf, err := parse.BindFilter("-F", strings.Repeat(" ", filterOff)+spec[filterOff:], expr, fm)
 			if err != nil {
+				return ef, retarget(err, spec)
+			}
+			if err := bf.ResolveFunctions(funcs); err != nil {
 				return ef, retarget(err, spec)
 			}
 			ef.bound[id] = bf

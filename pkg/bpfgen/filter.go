@@ -123,7 +123,9 @@ func (g *filterGen) checkPred(p *parse.BoundPred) error {
 	fieldEnd := pr.FieldOff + len(pr.Field)
 	switch p.Compare {
 	case parse.CompareFunction:
-		return g.errorf(pr.FieldOff, pr.FieldEnd, ".function is not supported by the BPF backend yet")
+		if p.FuncHi <= p.FuncLo {
+			return g.errorf(pr.Value.Off, pr.Value.End, "function %s has not been looked up in the kernel's symbols", pr.Value.Text)
+		}
 	case parse.CompareCPUMask:
 		return g.errorf(pr.FieldOff, fieldEnd, "cpumask fields are not supported by the BPF backend yet")
 	}
@@ -284,6 +286,12 @@ func (g *filterGen) pred(p *parse.BoundPred, t, f, fault string) predResult {
 		return predResult{test: g.compareTo(jumpOps[p.Op][boolIndex(p.Signed)], p.Val)}
 	case parse.CompareCPUs:
 		return g.cpus(p, t, f)
+	case parse.CompareFunction:
+		// FuncLo <= v < FuncHi, unsigned (kernel addresses fit
+		// sign-extended immediates).
+		g.loadNumber(p)
+		g.emit(g.compareTo(asm.JLT, p.FuncLo).jump(f, false))
+		return predResult{test: g.compareTo(asm.JLT, p.FuncHi)}
 	}
 	return g.str(p, t, f, fault)
 }

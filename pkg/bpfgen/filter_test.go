@@ -58,8 +58,13 @@ func listing(t *testing.T, src string, scratch StackArea) string {
 	}
 	b.Mark("miss")
 	b.Emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+	return compact(b.Instructions())
+}
+
+// compact returns a listing with blank lines and indentation removed.
+func compact(insns asm.Instructions) string {
 	var lines []string
-	for _, l := range strings.Split(fmt.Sprint(b.Instructions()), "\n") {
+	for _, l := range strings.Split(fmt.Sprint(insns), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			lines = append(lines, l)
 		}
@@ -318,6 +323,59 @@ miss:
 	}
 }
 
+// TestEmitFilterFunction checks .function: the field within the function's
+// range, unsigned, as ResolveFunctions found it; != the other way round.
+func TestEmitFilterFunction(t *testing.T) {
+	tests := []struct{ src, want string }{{
+		"addr.function == foo",
+		`; addr.function == foo
+0: LdXMemDW dst: r0 src: r6 off: 64 imm: 0
+1: JLTImm dst: r0 off: -1 imm: -2130706432 <miss>
+2: JGEImm dst: r0 off: -1 imm: -2130706176 <miss>
+miss:
+3: MovImm dst: r0 imm: 1
+4: Exit`,
+	}, {
+		"addr.function != foo && fd == 1",
+		`; addr.function != foo
+0: LdXMemDW dst: r0 src: r6 off: 64 imm: 0
+1: JLTImm dst: r0 off: -1 imm: -2130706432 <filter_next_2>
+2: JLTImm dst: r0 off: -1 imm: -2130706176 <miss>
+filter_next_2:
+; fd == 1
+3: LdXMemW dst: r0 src: r6 off: 24 imm: 0
+4: LShImm dst: r0 imm: 32
+5: ArShImm dst: r0 imm: 32
+6: JNEImm dst: r0 off: -1 imm: 1 <miss>
+miss:
+7: MovImm dst: r0 imm: 1
+8: Exit`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			bf := bindTest(t, tt.src)
+			err := bf.ResolveFunctions(func(name string, addr uint64) (uint64, uint64, error) {
+				if name != "foo" {
+					return 0, 0, fmt.Errorf("no kernel function %q", name)
+				}
+				return 0xffffffff81000000, 0xffffffff81000100, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &Builder{}
+			if err := EmitFilter(b, bf, "miss", StackArea{}); err != nil {
+				t.Fatal(err)
+			}
+			b.Mark("miss")
+			b.Emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+			if got := compact(b.Instructions()); got != tt.want {
+				t.Errorf("EmitFilter(%q) =\n%s\nwant\n%s", tt.src, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestEmitFilterErrors(t *testing.T) {
 	tests := []struct {
 		src     string
@@ -327,7 +385,7 @@ func TestEmitFilterErrors(t *testing.T) {
 	}{
 		{"common_flags == 1", StackArea{}, `field "common_flags" is in the first 8 bytes of the record, which BPF programs cannot read`, 0},
 		{"fd == 1 || common_preempt_count > 0", StackArea{}, `field "common_preempt_count" is in the first 8 bytes of the record, which BPF programs cannot read`, 11},
-		{"addr.function == foo", StackArea{}, ".function is not supported by the BPF backend yet", 0},
+		{"addr.function == foo", StackArea{}, "function foo has not been looked up in the kernel's symbols", 17},
 		{"mask & CPUS{1}", StackArea{}, "cpumask fields are not supported by the BPF backend yet", 0},
 		{`comm ~ "k*r"`, StackArea{}, `glob "k*r" is not supported by the BPF backend yet`, 7},
 		{`comm == "x" && COMM == "x"`, StackArea{Off: -8, Size: 8}, `COMM == "x" needs 16 bytes of BPF stack, the filter has 8`, 23},

@@ -55,8 +55,13 @@ func matchPred(p *parse.BoundPred, rec []byte, c *Context) bool {
 		}
 		return globMatch(p.Glob, p.Field.Bytes(rec)) != p.Negate
 	}
-	// CompareFunction needs the kernel's symbols.
-	return false
+	// CompareFunction: the range that ResolveFunctions found; none
+	// before, and nothing matches then.
+	if p.FuncHi == 0 {
+		return false
+	}
+	v := number(p, rec, c)
+	return (v >= p.FuncLo && v < p.FuncHi) != p.Negate
 }
 
 // number reads a predicate's numeric operand, extended to 64 bits.

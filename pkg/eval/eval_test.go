@@ -266,3 +266,42 @@ func BenchmarkMatch(b *testing.B) {
 		Match(bf, rec, c)
 	}
 }
+
+// TestMatchFunction checks .function against the range that
+// ResolveFunctions found, by name or by an address inside the function,
+// and that an unresolved predicate matches nothing.
+func TestMatchFunction(t *testing.T) {
+	f := format(t, madeUpFormat)
+	resolve := func(name string, addr uint64) (uint64, uint64, error) {
+		if name == "foo" || (addr >= 0x1000 && addr < 0x1100) {
+			return 0x1000, 0x1100, nil
+		}
+		return 0, 0, fmt.Errorf("no kernel function %q", name)
+	}
+	tests := []struct {
+		src  string
+		addr uint64
+		want bool
+	}{
+		{"addr.function == foo", 0x1000, true},
+		{"addr.function == foo", 0x10ff, true},
+		{"addr.function == foo", 0x1100, false},
+		{"addr.function == foo", 0xfff, false},
+		{"addr.function != foo", 0x1100, true},
+		{"addr.function != foo", 0x1080, false},
+		{"addr.function == 0x1010", 0x1080, true},
+	}
+	for _, tc := range tests {
+		bf := bind(t, f, tc.src)
+		if err := bf.ResolveFunctions(resolve); err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		rec := newRecord(f).num("addr", tc.addr)
+		if got := Match(bf, rec.buf, Context{PID: -1}); got != tc.want {
+			t.Errorf("%s with addr %#x = %v, want %v", tc.src, tc.addr, got, tc.want)
+		}
+	}
+	if Match(bind(t, f, "addr.function == foo"), newRecord(f).num("addr", 0x1000).buf, Context{PID: -1}) {
+		t.Error("an unresolved .function matched")
+	}
+}

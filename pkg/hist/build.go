@@ -26,6 +26,9 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 		if err != nil {
 			return nil, spec.Locate(err)
 		}
+		if err := bf.ResolveFunctions(ksym.KernelFuncRange); err != nil {
+			return nil, spec.Locate(err)
+		}
 		o.Filter = func(b *bpfgen.Builder, miss string, scratch bpfgen.StackArea) error {
 			return bpfgen.EmitFilter(b, bf, miss, scratch)
 		}

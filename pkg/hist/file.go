@@ -13,6 +13,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/eval"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 	"github.com/gtrace/gtrace/pkg/tracingmap"
@@ -107,7 +108,7 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 	if err != nil {
 		return nil, err
 	}
-	r, err := newFileRun(spec, fm, f.Cmdlines)
+	r, err := newFileRun(spec, fm, f.Cmdlines, ksym.TextFuncRange(f.Kallsyms))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ type fileKey struct {
 	max   int // strings: the longest text the slot holds
 }
 
-func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string) (*fileRun, error) {
+func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string, funcs parse.FuncResolver) (*fileRun, error) {
 	p, err := NewPlan(spec, fm)
 	if err != nil {
 		return nil, err
@@ -169,6 +170,9 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string)
 	r := &fileRun{id: uint16(fm.ID), cmdlines: cmdlines}
 	if spec.Filter != nil {
 		if r.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, fm); err != nil {
+			return nil, spec.Locate(err)
+		}
+		if err = r.filter.ResolveFunctions(funcs); err != nil {
 			return nil, spec.Locate(err)
 		}
 		r.needComm = true

@@ -112,7 +112,7 @@ func BenchmarkRunFile(b *testing.B) {
 		n := 0
 		start := cpuTime(b)
 		for b.Loop() {
-			off, err := NewOffline(spec, fm)
+			off, err := NewOffline(spec, fm, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

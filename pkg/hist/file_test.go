@@ -177,7 +177,7 @@ func offlineTable(t *testing.T, spec *parse.HistSpec, f *tracedat.File, event st
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := NewOffline(spec, fm)
+	off, err := NewOffline(spec, fm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,9 @@ type keySource struct {
 	max   int // strings: the longest text the BPF key slot holds
 }
 
-// NewOffline resolves spec against f for user-space aggregation.
-func NewOffline(spec *parse.HistSpec, f *parse.Format) (*Offline, error) {
+// NewOffline resolves spec against f for user-space aggregation; funcs
+// resolves the filter's .function values (nil: there are none).
+func NewOffline(spec *parse.HistSpec, f *parse.Format, funcs parse.FuncResolver) (*Offline, error) {
 	p, err := NewPlan(spec, f)
 	if err != nil {
 		return nil, err
@@ -34,6 +35,9 @@ func NewOffline(spec *parse.HistSpec, f *parse.Format) (*Offline, error) {
 	o := &Offline{plan: p, agg: NewAggregator(p, p.Size)}
 	if spec.Filter != nil {
 		if o.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, f); err != nil {
+			return nil, spec.Locate(err)
+		}
+		if err = o.filter.ResolveFunctions(funcs); err != nil {
 			return nil, spec.Locate(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrHidden means that every address in the kallsyms text is zero: the
@@ -228,6 +229,61 @@ func (t *Table) Lookup(addr uint64) (Sym, bool) {
 		return Sym{}, false
 	}
 	return s, true
+}
+
+// FuncRange returns the address range [lo, hi) of the function that holds
+// addr or, when name is not "", the address of the first symbol called
+// name, as a filter's .function resolves its value in the kernel
+// (kallsyms_lookup_name, then kallsyms_lookup_size_offset). It has the
+// signature of a parse.FuncResolver.
+func (t *Table) FuncRange(name string, addr uint64) (lo, hi uint64, err error) {
+	if t == nil {
+		return 0, 0, errors.New("no kernel symbols to resolve .function with")
+	}
+	if name != "" {
+		i := slices.IndexFunc(t.syms, func(s Sym) bool { return s.Name == name && s.Module == "" })
+		if i < 0 {
+			i = slices.IndexFunc(t.syms, func(s Sym) bool { return s.Name == name })
+		}
+		if i < 0 {
+			return 0, 0, fmt.Errorf("no kernel function %q", name)
+		}
+		addr = t.syms[i].Addr
+	}
+	s, ok := t.Lookup(addr)
+	if !ok || s.Size == 0 {
+		if name != "" {
+			return 0, 0, fmt.Errorf("kernel symbol %q has no size to match addresses against", name)
+		}
+		return 0, 0, fmt.Errorf("no kernel function holds 0x%x", addr)
+	}
+	return s.Addr, s.Addr + s.Size, nil
+}
+
+// loadOnce reads /proc/kallsyms on first use.
+var loadOnce = sync.OnceValues(Load)
+
+// KernelFuncRange is FuncRange over the running kernel's /proc/kallsyms,
+// read on first use.
+func KernelFuncRange(name string, addr uint64) (lo, hi uint64, err error) {
+	t, err := loadOnce()
+	if err != nil {
+		return 0, 0, err
+	}
+	return t.FuncRange(name, addr)
+}
+
+// TextFuncRange returns FuncRange over a kallsyms text, such as a trace.dat
+// file's, parsed on first use.
+func TextFuncRange(text string) func(name string, addr uint64) (lo, hi uint64, err error) {
+	parse := sync.OnceValues(func() (*Table, error) { return Parse(strings.NewReader(text)) })
+	return func(name string, addr uint64) (uint64, uint64, error) {
+		t, err := parse()
+		if err != nil {
+			return 0, 0, err
+		}
+		return t.FuncRange(name, addr)
+	}
 }
 
 // Sym formats addr as the kernel's %ps does: the symbol name, followed by

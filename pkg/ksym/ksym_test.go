@@ -292,3 +292,46 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// TestFuncRange resolves .function values as the kernel does: a name to
+// its function's range, an address to the range of the function holding
+// it; data symbols, the last symbol and unknown names fail.
+func TestFuncRange(t *testing.T) {
+	tab := parseFixture(t)
+	tests := []struct {
+		name   string
+		addr   uint64
+		lo, hi uint64
+		err    string
+	}{
+		{name: "schedule", lo: 0xffffffff81c1f7d0, hi: 0xffffffff81c1f8a0},
+		{name: "seq_buf_alloc", lo: 0xffffffff811e29f0, hi: 0xffffffff811e2a60},
+		{addr: 0xffffffff811e2a1b, lo: 0xffffffff811e29f0, hi: 0xffffffff811e2a60},
+		{name: "ext4_file_read_iter", lo: 0xffffffffa04a0000, hi: 0xffffffffa04a0100},
+		{name: "no_such_function", err: `no kernel function "no_such_function"`},
+		{name: "kprobe_insn_page", err: `kernel symbol "kprobe_insn_page" has no size to match addresses against`},
+		{addr: 0x1234, err: "no kernel function holds 0x1234"},
+	}
+	for _, tc := range tests {
+		lo, hi, err := tab.FuncRange(tc.name, tc.addr)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("FuncRange(%q, %#x) = %#x, %#x, %v, want error %q", tc.name, tc.addr, lo, hi, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || lo != tc.lo || hi != tc.hi {
+			t.Errorf("FuncRange(%q, %#x) = %#x, %#x, %v, want %#x, %#x", tc.name, tc.addr, lo, hi, err, tc.lo, tc.hi)
+		}
+	}
+	if _, _, err := (*Table)(nil).FuncRange("schedule", 0); err == nil {
+		t.Error("nil table resolved a function")
+	}
+	text, err := os.ReadFile("testdata/kallsyms.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, err := TextFuncRange(string(text))("schedule", 0); err != nil || lo != 0xffffffff81c1f7d0 || hi != 0xffffffff81c1f8a0 {
+		t.Errorf("TextFuncRange(...)(schedule) = %#x, %#x, %v", lo, hi, err)
+	}
+}

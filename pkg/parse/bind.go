@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -99,6 +100,59 @@ type BoundPred struct {
 	CPUs   []CPURange // CompareCPUs, CompareCPUMask
 	Func   string     // CompareFunction: the function's name, "" when an address was given
 	Addr   uint64     // CompareFunction: the address given
+	// FuncLo and FuncHi bound the function of a CompareFunction, [lo,
+	// hi), once BoundFilter.ResolveFunctions has found it; both 0 before.
+	FuncLo, FuncHi uint64
+}
+
+// FuncResolver returns the address range [lo, hi) of the kernel function
+// called name or, when name is "", of the function that holds addr.
+type FuncResolver func(name string, addr uint64) (lo, hi uint64, err error)
+
+// HasFunctions reports whether the filter has .function predicates.
+func (bf *BoundFilter) HasFunctions() bool {
+	found := false
+	walkPreds(bf.Root, func(p *BoundPred) { found = found || p.Compare == CompareFunction })
+	return found
+}
+
+// ResolveFunctions finds, with r, the function of every .function
+// predicate, as the kernel does when the filter is set. r is not called
+// for a filter without any. An unknown function is an *Error pointing at
+// it.
+func (bf *BoundFilter) ResolveFunctions(r FuncResolver) error {
+	var err error
+	walkPreds(bf.Root, func(p *BoundPred) {
+		if p.Compare != CompareFunction || err != nil {
+			return
+		}
+		lo, hi, rerr := uint64(0), uint64(0), errors.New("no kernel symbols to resolve .function with")
+		if r != nil {
+			lo, hi, rerr = r(p.Func, p.Addr)
+		}
+		if rerr != nil {
+			v := p.Pred.Value
+			err = Errorf(bf.Name, bf.Src, v.Off, v.End, "%v", rerr).
+				WithHint("the value of .function is a kernel function's name or an address in one")
+			return
+		}
+		p.FuncLo, p.FuncHi = lo, hi
+	})
+	return err
+}
+
+// walkPreds calls fn for every predicate under e.
+func walkPreds(e BoundExpr, fn func(*BoundPred)) {
+	switch e := e.(type) {
+	case *BoundLogical:
+		for _, x := range e.X {
+			walkPreds(x, fn)
+		}
+	case *BoundNot:
+		walkPreds(e.X, fn)
+	case *BoundPred:
+		fn(e)
+	}
 }
 
 func (*BoundLogical) boundExpr() {}

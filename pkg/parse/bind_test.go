@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -219,5 +220,63 @@ func TestClosestField(t *testing.T) {
 		if got := closestField(tt.in, names); got != tt.want {
 			t.Errorf("closestField(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestResolveFunctions fills in the ranges of .function predicates and
+// points at the value the resolver cannot find.
+func TestResolveFunctions(t *testing.T) {
+	f := readTestFormat(t, "timer.hrtimer_start")
+	resolve := func(name string, addr uint64) (uint64, uint64, error) {
+		switch {
+		case name == "hrtimer_wakeup", name == "" && addr == 0xffffffff81000010:
+			return 0xffffffff81000000, 0xffffffff81000080, nil
+		}
+		return 0, 0, fmt.Errorf("no kernel function %q", name)
+	}
+	src := "function.function == hrtimer_wakeup || !(function.function != 0xffffffff81000010)"
+	e, err := ParseFilter("-f", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := BindFilter("-f", src, e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bf.HasFunctions() {
+		t.Error("HasFunctions() = false")
+	}
+	if err := bf.ResolveFunctions(resolve); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	walkPreds(bf.Root, func(p *BoundPred) {
+		n++
+		if p.FuncLo != 0xffffffff81000000 || p.FuncHi != 0xffffffff81000080 {
+			t.Errorf("%s: range %#x-%#x", p.Pred, p.FuncLo, p.FuncHi)
+		}
+	})
+	if n != 2 {
+		t.Errorf("%d predicates, want 2", n)
+	}
+
+	src = "function.function == no_such"
+	e, _ = ParseFilter("-f", src)
+	bf, err = BindFilter("-f", src, e, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bf.ResolveFunctions(resolve)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Caret() != "-f:1:22: no kernel function \"no_such\"\n  function.function == no_such\n                       ^~~~~~~\n  hint: the value of .function is a kernel function's name or an address in one" {
+		t.Errorf("unknown function: %v\n%s", err, pe.Caret())
+	}
+	if err := bf.ResolveFunctions(nil); err == nil || !strings.Contains(err.Error(), "no kernel symbols") {
+		t.Errorf("nil resolver: %v", err)
+	}
+	src = "function == 1"
+	e, _ = ParseFilter("-f", src)
+	if bf, err = BindFilter("-f", src, e, f); err != nil || bf.HasFunctions() || bf.ResolveFunctions(nil) != nil {
+		t.Errorf("a filter without .function: %v, HasFunctions %v", err, bf.HasFunctions())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/syscalls"
@@ -132,6 +133,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
 			if expr != nil {
 				if ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); err != nil {
+					return nil, err
+				}
+				if err = ev.Filter.ResolveFunctions(ksym.KernelFuncRange); err != nil {
 					return nil, err
 				}
 				p.Warnings = append(p.Warnings, ev.Filter.Warnings...)
