@@ -127,7 +127,8 @@ func TestPrivilegedRecordSyscalls(t *testing.T) {
 	}
 	report := traceCmdReport(t, file)
 	comm := regexp.QuoteMeta(commOf(t))
-	enters := regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[\d+\] +\d+\.\d+: sys_enter_getppid: *$`).FindAllString(report, -1)
+	enterRe := regexp.MustCompile(`(?m)^ *` + comm + `-\d+ +\[\d+\] +\d+\.\d+: sys_enter_getppid: *$`)
+	enters := enterRe.FindAllString(report, -1)
 	exits := regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[\d+\] +\d+\.\d+: sys_exit_getppid: +0x`+strconv.FormatInt(int64(os.Getpid()), 16)+`$`).FindAllString(report, -1)
 	if len(enters) != n || len(exits) != n {
 		t.Errorf("%d sys_enter_getppid and %d sys_exit_getppid lines of %s, want %d each; report starts:\n%s", len(enters), len(exits), comm, n, report[:min(len(report), 2000)])
@@ -137,6 +138,29 @@ func TestPrivilegedRecordSyscalls(t *testing.T) {
 	}
 	if mine, errOut, code := run(t, "report", "-i", file); code != 0 || mine != report {
 		t.Errorf("gtrace report: exit %d (%s), differs from trace-cmd report:\n%s", code, errOut, testutil.FirstDiff(mine, report))
+	}
+
+	// A filter on what every syscalls event has runs in the group
+	// programs: only the helper's events are recorded.
+	filter := fmt.Sprintf("comm == %q", commOf(t))
+	plan, errOut, code := run(t, "record", "-e", "syscalls:*", "-f", filter, "--dry-run")
+	if code != 0 || !strings.Contains(plan, "gtrace_sysenter: syscalls:sys_enter_getppid (ID ") || !strings.Contains(plan, ", filter "+filter+", with the other syscall events on raw tracepoint sys_enter\n") {
+		t.Errorf("--dry-run: exit %d (%s), no filtered syscall group in:\n%.3000s", code, errOut, plan)
+	}
+	args = append([]string{"-e", "syscalls:*", "-f", filter, "-o", file}, workload(t, fmt.Sprintf("getppid-sleep %d 50", n))...)
+	if errOut, code := recordLive(t, args...); code != 0 {
+		t.Fatalf("gtrace record -f: exit %d, stderr:\n%s", code, errOut)
+	}
+	report = traceCmdReport(t, file)
+	lines := regexp.MustCompile(`(?m)^ *(\S+)-\d+ +\[\d+\] `).FindAllStringSubmatch(report, -1)
+	for _, l := range lines {
+		if l[1] != commOf(t) {
+			t.Errorf("-f %s: a line of %s", filter, l[1])
+			break
+		}
+	}
+	if got := len(enterRe.FindAllString(report, -1)); got != n {
+		t.Errorf("-f %s: %d sys_enter_getppid lines, want %d", filter, got, n)
 	}
 }
 

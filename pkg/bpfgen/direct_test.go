@@ -133,7 +133,7 @@ func TestSyscallGroups(t *testing.T) {
 			"LdXMemDW dst: r3 src: r0 off: 0 imm: 0\nJEqImm dst: r3 off: -1 imm: 0 <out_1>",
 			"LdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0", // args[0] = di
 			"LdXMemDW dst: r2 src: r1 off: 64 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",  // args[5] = r9
-			"AndImm dst: r2 imm: 65535\nOrReg dst: r1 src: r2\nStXMemDW dst: rfp src: r1 off: -72 imm: 0\nMovReg dst: r9 src: r3\nRShImm dst: r9 imm: 32",
+			"AndImm dst: r2 imm: 65535\nOrReg dst: r1 src: r2\nStXMemDW dst: rfp src: r1 off: -72 imm: 0\nMovReg dst: r6 src: rfp\nAddImm dst: r6 imm: -72\nMovReg dst: r9 src: r3\nRShImm dst: r9 imm: 32",
 			"LdXMemDW dst: r1 src: r6 off: 56 imm: 0\nStXMemDW dst: r7 src: r1 off: 72 imm: 0\nStXMemDW dst: r7 src: r9 off: 8 imm: 0\nMovReg dst: r1 src: r9\nAddImm dst: r1 imm: 23\nAndImm dst: r1 imm: -8",
 		},
 		SysExitProgName: {
@@ -161,5 +161,57 @@ func TestSyscallGroups(t *testing.T) {
 	}
 	if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || RecordProgram(s, 0) != RecordProgName(0) {
 		t.Error("classic recording has syscall groups")
+	}
+}
+
+// TestSyscallGroupFilter compiles a filter on what all syscalls events
+// share into the group's program, when the group's events share it; an
+// event with another filter keeps a program of its own.
+func TestSyscallGroupFilter(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("syscall groups exist only on amd64")
+	}
+	nr := func(n uint32) *uint32 { return &n }
+	bindOn := func(f *parse.Format, src string) *parse.BoundFilter {
+		e, err := parse.ParseFilter("-f", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf, err := parse.BindFilter("-f", src, e, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bf
+	}
+	openat := testutil.Format(t, "syscalls:sys_enter_openat")
+	getppid := testutil.Format(t, "syscalls:sys_enter_getppid")
+	write := testutil.Format(t, "syscalls:sys_enter_write")
+	const common = `comm == "nginx" && common_pid != 1`
+	s := recordSpec(
+		RecordEvent{Format: openat, Syscall: nr(257), Filter: bindOn(openat, common)},
+		RecordEvent{Format: getppid, Syscall: nr(110), Filter: bindOn(getppid, common)},
+		RecordEvent{Format: write, Syscall: nr(1), Filter: bindOn(write, "common_pid == 7")}, // another filter
+		RecordEvent{Format: write, Syscall: nr(1), Filter: bindOn(write, "fd == 1")},         // a field of its own
+	)
+	s.Direct = &DirectOptions{TaskStatusOff: 16}
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{SysEnterProgName, SysEnterProgName, RecordProgName(2), RecordProgName(3)} {
+		if got := RecordProgram(s, i); got != want {
+			t.Errorf("RecordProgram(%d) = %s, want %s", i, got, want)
+		}
+	}
+	got := lines(p.Collection.Programs[SysEnterProgName].Instructions)
+	for _, frag := range []string{
+		// the map value kept across the filter, which reads the record
+		"StXMemDW dst: rfp src: r3 off: -80 imm: 0\nMovReg dst: r1 src: rfp\nAddImm dst: r1 imm: -512\nMovImm dst: r2 imm: 16\nCall FnGetCurrentComm",
+		"MovReg dst: r0 src: r9\nLShImm dst: r0 imm: 32\nArShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 1 <out_1>", // common_pid from pid_tgid
+		"LdXMemDW dst: r3 src: rfp off: -80 imm: 0\nMovReg dst: r9 src: r3\nRShImm dst: r9 imm: 32",
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("gtrace_sysenter lacks\n%s\nin\n%s", frag, got)
+		}
 	}
 }

@@ -16,7 +16,11 @@ package bpfgen
 //	sys_exit_NAME:  common fields, int __syscall_nr, padding, long ret
 //
 // Like the kernel, they skip 32-bit system calls (trace_get_syscall_nr),
-// and numbers outside the table.
+// and numbers outside the table. A filter that reads only what every
+// syscalls event has alike (common_pid, comm, cpu, the common fields) is
+// compiled into the group's program when all its events share it, as one
+// -f given to -e 'syscalls:*' is; events with other filters keep programs
+// of their own.
 
 import (
 	"fmt"
@@ -54,11 +58,52 @@ const maxSyscallArgs = 6
 
 // groupOf returns the group that records ev, or nil when ev gets a
 // program of its own: no Direct, not a syscalls event with a known
-// number, a filter, another architecture, or a format other than the
-// group's programs write.
+// number, another architecture, a format other than the group's programs
+// write, or a filter other than the group's.
 func groupOf(s *RecordSpec, ev RecordEvent) *syscallGroup {
+	g := eligible(s, ev)
+	if g == nil || filterSrc(ev.Filter) != filterSrc(groupFilter(s, g)) {
+		return nil
+	}
+	return g
+}
+
+// groupFilter returns the filter of a group: that of its first eligible
+// event.
+func groupFilter(s *RecordSpec, g *syscallGroup) *parse.BoundFilter {
+	for _, ev := range s.Events {
+		if eligible(s, ev) == g {
+			return ev.Filter
+		}
+	}
+	return nil
+}
+
+func filterSrc(bf *parse.BoundFilter) string {
+	if bf == nil {
+		return ""
+	}
+	return bf.Src
+}
+
+// commonOnly reports whether a filter reads nothing but what every
+// syscalls event has at the same place.
+func commonOnly(bf *parse.BoundFilter) bool {
+	ok := true
+	parse.WalkPreds(bf.Root, func(p *parse.BoundPred) {
+		ok = ok && (p.Operand != parse.OperandField || p.Field.Common)
+	})
+	return ok
+}
+
+// eligible returns the group that could record ev, whatever the other
+// events' filters.
+func eligible(s *RecordSpec, ev RecordEvent) *syscallGroup {
 	f := ev.Format
-	if s.Direct == nil || ev.Filter != nil || ev.Syscall == nil || runtime.GOARCH != "amd64" || f.System != "syscalls" {
+	if s.Direct == nil || ev.Syscall == nil || runtime.GOARCH != "amd64" || f.System != "syscalls" {
+		return nil
+	}
+	if ev.Filter != nil && !commonOnly(ev.Filter) {
 		return nil
 	}
 	var own []parse.Field
@@ -141,16 +186,23 @@ func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
 			MaxEntries: maxNr + 1,
 			Contents:   kvs,
 		}
-		ps := &ebpf.ProgramSpec{Name: g.prog, License: "GPL", Instructions: syscallGroupProgram(s, g, maxNr)}
+		insns, err := syscallGroupProgram(s, g, maxNr)
+		if err != nil {
+			return err
+		}
+		ps := &ebpf.ProgramSpec{Name: g.prog, License: "GPL", Instructions: insns}
 		directSpec(ps, &directBuilder{tracepoint: g.tracepoint})
 		coll.Programs[g.prog] = ps
 	}
 	return nil
 }
 
+// lookupSlot keeps a group program's map value while its filter runs.
+const lookupSlot = recSlot - 8
+
 // syscallGroupProgram generates the program of a group whose numbers run
 // up to maxNr.
-func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) asm.Instructions {
+func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Instructions, error) {
 	b := &Builder{}
 	out := b.Label("out")
 	done := b.Label("done")
@@ -196,7 +248,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) asm.Instr
 			asm.StoreMem(asm.R10, recSlot+16, asm.R2, asm.DWord),
 		)
 	}
-	b.Comment("common_type = the event's ID, common_pid = pid; R9 = record length")
+	b.Comment("common_type = the event's ID, common_pid = pid; R6 = the record")
 	b.Emit(
 		asm.Mov.Reg(asm.R1, asm.R9),
 		asm.LSh.Imm(asm.R1, 32),
@@ -204,10 +256,20 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) asm.Instr
 		asm.And.Imm(asm.R2, 0xffff),
 		asm.Or.Reg(asm.R1, asm.R2),
 		asm.StoreMem(asm.R10, recSlot, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R9, asm.R3),
-		asm.RSh.Imm(asm.R9, 32),
 		asm.Mov.Reg(asm.R6, asm.R10),
 		asm.Add.Imm(asm.R6, recSlot),
+	)
+	if bf := groupFilter(s, g); bf != nil {
+		b.Emit(asm.StoreMem(asm.R10, lookupSlot, asm.R3, asm.DWord))
+		if err := EmitFilter(b, bf, out, StackArea{Off: -maxStack, Size: maxStack + lookupSlot}); err != nil {
+			return nil, err
+		}
+		b.Emit(asm.LoadMem(asm.R3, asm.R10, lookupSlot, asm.DWord))
+	}
+	b.Comment("R9 = record length")
+	b.Emit(
+		asm.Mov.Reg(asm.R9, asm.R3),
+		asm.RSh.Imm(asm.R9, 32),
 	)
 	emitBatch(b, s.Clock, BatchData-SampleHeader-directRecordMax, out, done)
 	b.Comment("copy the record; its length is in R9")
@@ -229,5 +291,5 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) asm.Instr
 	b.Emit(storeImm64(asm.R8, busyOff, 0))
 	b.Mark(out)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	return b.Instructions()
+	return b.Instructions(), nil
 }

@@ -112,7 +112,7 @@ type FuncResolver func(name string, addr uint64) (lo, hi uint64, err error)
 // HasFunctions reports whether the filter has .function predicates.
 func (bf *BoundFilter) HasFunctions() bool {
 	found := false
-	walkPreds(bf.Root, func(p *BoundPred) { found = found || p.Compare == CompareFunction })
+	WalkPreds(bf.Root, func(p *BoundPred) { found = found || p.Compare == CompareFunction })
 	return found
 }
 
@@ -122,7 +122,7 @@ func (bf *BoundFilter) HasFunctions() bool {
 // it.
 func (bf *BoundFilter) ResolveFunctions(r FuncResolver) error {
 	var err error
-	walkPreds(bf.Root, func(p *BoundPred) {
+	WalkPreds(bf.Root, func(p *BoundPred) {
 		if p.Compare != CompareFunction || err != nil {
 			return
 		}
@@ -141,15 +141,15 @@ func (bf *BoundFilter) ResolveFunctions(r FuncResolver) error {
 	return err
 }
 
-// walkPreds calls fn for every predicate under e.
-func walkPreds(e BoundExpr, fn func(*BoundPred)) {
+// WalkPreds calls fn for every predicate under e, in order.
+func WalkPreds(e BoundExpr, fn func(*BoundPred)) {
 	switch e := e.(type) {
 	case *BoundLogical:
 		for _, x := range e.X {
-			walkPreds(x, fn)
+			WalkPreds(x, fn)
 		}
 	case *BoundNot:
-		walkPreds(e.X, fn)
+		WalkPreds(e.X, fn)
 	case *BoundPred:
 		fn(e)
 	}

@@ -250,7 +250,7 @@ func TestResolveFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	walkPreds(bf.Root, func(p *BoundPred) {
+	WalkPreds(bf.Root, func(p *BoundPred) {
 		n++
 		if p.FuncLo != 0xffffffff81000000 || p.FuncHi != 0xffffffff81000080 {
 			t.Errorf("%s: range %#x-%#x", p.Pred, p.FuncLo, p.FuncHi)
