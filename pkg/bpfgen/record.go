@@ -327,12 +327,17 @@ func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instruc
 	} else {
 		emitDynamic(b, s, f, fixed, dynamic)
 	}
+	emitEnd(b, done, out)
+	return b.Instructions(), nil
+}
+
+// emitEnd ends a record program: done frees the batch, out returns 0.
+func emitEnd(b *Builder, done, out string) {
 	b.Mark(done)
 	b.Comment("the batch is free again")
 	b.Emit(storeImm64(asm.R8, busyOff, 0))
 	b.Mark(out)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	return b.Instructions(), nil
 }
 
 // emitTGIDFilter jumps to out for the excluded process and, given a list,

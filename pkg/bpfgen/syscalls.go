@@ -286,10 +286,6 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.And.Imm(asm.R1, ^7),
 	)
 	emitCount(b)
-	b.Mark(done)
-	b.Comment("the batch is free again")
-	b.Emit(storeImm64(asm.R8, busyOff, 0))
-	b.Mark(out)
-	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	emitEnd(b, done, out)
 	return b.Instructions(), nil
 }

@@ -140,13 +140,10 @@ func idIs(nr int64) func(r []byte) bool {
 	return func(r []byte) bool { return len(r) >= 16 && int64(binary.LittleEndian.Uint64(r[8:])) == nr }
 }
 
-// TestPrivilegedDirectMatchesClassic records a helper that makes exactly n
-// getppid calls with the arguments 1..6, once with the records built on
-// the raw tracepoints and once on the classic ones, for a 64-bit helper
-// and a 32-bit one (i386 ABI: other registers): both ways give the same
-// bytes, n sys_enter records with those arguments and n sys_exit records
-// returning the parent's pid.
-func TestPrivilegedDirectMatchesClassic(t *testing.T) {
+// directSetup skips a test of the programs on raw tracepoints where there
+// are none, and returns tracefs and the test binary, the helper.
+func directSetup(t *testing.T) (*tracefs.FS, string) {
+	t.Helper()
 	testutil.RequirePrivileged(t)
 	if runtime.GOARCH != "amd64" || !probe.HaveKernelBTF() {
 		t.Skipf("records are built on raw tracepoints only on amd64 with kernel BTF (here %s, BTF %v)", runtime.GOARCH, probe.HaveKernelBTF())
@@ -155,11 +152,22 @@ func TestPrivilegedDirectMatchesClassic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 3000
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fs, self
+}
+
+// TestPrivilegedDirectMatchesClassic records a helper that makes exactly n
+// getppid calls with the arguments 1..6, once with the records built on
+// the raw tracepoints and once on the classic ones, for a 64-bit helper
+// and a 32-bit one (i386 ABI: other registers): both ways give the same
+// bytes, n sys_enter records with those arguments and n sys_exit records
+// returning the parent's pid.
+func TestPrivilegedDirectMatchesClassic(t *testing.T) {
+	fs, self := directSetup(t)
+	const n = 3000
 	t.Run("amd64", func(t *testing.T) {
 		t.Setenv(workloadEnv, fmt.Sprintf("getppid %d", n))
 		checkDirect(t, fs, []string{self}, unix.SYS_GETPPID, n)
@@ -254,19 +262,8 @@ func buildHelper(t *testing.T, name, goarch string) string {
 // event with the kernel's fields. 32-bit system calls, of a 32-bit process
 // or through int 0x80, have no syscalls events: both ways record none.
 func TestPrivilegedSyscallGroupMatchesClassic(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	if runtime.GOARCH != "amd64" || !probe.HaveKernelBTF() {
-		t.Skipf("syscall groups exist only on amd64 with kernel BTF (here %s, BTF %v)", runtime.GOARCH, probe.HaveKernelBTF())
-	}
-	fs, err := tracefs.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, self := directSetup(t)
 	const n = 2000
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	le := binary.LittleEndian
 	events := []string{"syscalls:sys_enter_getppid", "syscalls:sys_exit_getppid", "syscalls:sys_enter_close", "syscalls:sys_exit_close"}
 	ids := map[uint16]string{}
