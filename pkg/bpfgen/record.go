@@ -273,7 +273,13 @@ func Record(s *RecordSpec) (*Program, error) {
 			ValueSize:  CommLen,
 			MaxEntries: uint32(s.CommEntries),
 		}
-		coll.Programs[CommProgName] = &ebpf.ProgramSpec{Name: CommProgName, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
+		ps := &ebpf.ProgramSpec{Name: CommProgName, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
+		if s.Direct != nil {
+			// It reads no argument: a raw tracepoint program does, and
+			// needs no perf event of its own.
+			directSpec(ps, &directBuilder{tracepoint: "sched_switch"})
+		}
+		coll.Programs[CommProgName] = ps
 	}
 	return &Program{Collection: coll}, nil
 }

@@ -307,10 +307,15 @@ func TestRecordDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := recordSpec(RecordEvent{Format: enter, Filter: bf}, RecordEvent{Format: exit}, RecordEvent{Format: sw})
-	s.Direct = &DirectOptions{}
+	s.Direct, s.CommEntries = &DirectOptions{}, 64
 	p, err := Record(s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The comm program reads no argument: on the raw tracepoint, it needs
+	// no perf event.
+	if ps := p.Collection.Programs[CommProgName]; ps.Type != ebpf.Tracing || ps.AttachTo != "sched_switch" {
+		t.Errorf("comm program %v on %q, want tp_btf on sched_switch", ps.Type, ps.AttachTo)
 	}
 	for i, want := range []string{"sys_enter", "sys_exit", ""} {
 		ps := p.Collection.Programs[RecordProgName(i)]
