@@ -58,9 +58,9 @@ func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, f *parse.Format,
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, int32(rec)))
 }
 
-// directSpec makes ps a tp_btf program on d's raw tracepoint.
-func directSpec(ps *ebpf.ProgramSpec, d *directBuilder) {
-	ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, d.tracepoint
+// directSpec makes ps a tp_btf program on a raw tracepoint.
+func directSpec(ps *ebpf.ProgramSpec, tracepoint string) {
+	ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, tracepoint
 }
 
 // directField is a field that a builder writes.

@@ -260,7 +260,7 @@ func Hist(s *HistSpec) (*Program, error) {
 		Instructions: b.Instructions(),
 	}
 	if d != nil {
-		directSpec(ps, d)
+		directSpec(ps, d.tracepoint)
 	}
 	return &Program{Collection: &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{

@@ -261,7 +261,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		name := RecordProgName(i)
 		ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
 		if d != nil {
-			directSpec(ps, d)
+			directSpec(ps, d.tracepoint)
 		}
 		coll.Programs[name] = ps
 	}
@@ -277,7 +277,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		if s.Direct != nil {
 			// It reads no argument: a raw tracepoint program does, and
 			// needs no perf event of its own.
-			directSpec(ps, &directBuilder{tracepoint: "sched_switch"})
+			directSpec(ps, "sched_switch")
 		}
 		coll.Programs[CommProgName] = ps
 	}

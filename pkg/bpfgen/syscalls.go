@@ -191,7 +191,7 @@ func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
 			return err
 		}
 		ps := &ebpf.ProgramSpec{Name: g.prog, License: "GPL", Instructions: insns}
-		directSpec(ps, &directBuilder{tracepoint: g.tracepoint})
+		directSpec(ps, g.tracepoint)
 		coll.Programs[g.prog] = ps
 	}
 	return nil
