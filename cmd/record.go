@@ -53,6 +53,12 @@ Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
 or tai: BPF cannot read trace-cmd's default local clock. common_flags and
 common_preempt_count are 0 in every record: BPF programs cannot see them.
 
+On x86-64 with kernel BTF, the system call events (raw_syscalls:* and
+syscalls:*) are recorded by programs on the sys_enter and sys_exit raw
+tracepoints that build the records as the kernel does: cheaper per event,
+and -e 'syscalls:*' takes two programs instead of one per event.
+--dry-run shows where each event's program runs.
+
 Events the ring buffers had no room for are counted per CPU, marked in the
 file where they were lost (trace-cmd report prints CPU:N [N EVENTS
 DROPPED]) and summed up at exit. gtrace's own events are never recorded.
