@@ -166,10 +166,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 		spec.OnlyTGIDs = append(spec.OnlyTGIDs, uint32(pid))
 	}
-	nrs := syscallNumbers(runtime.GOARCH)
 	for _, ev := range p.Events {
 		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter}
-		if nr, ok := syscallOf(nrs, ev.Format); ok {
+		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
 			re.Syscall = &nr
 		}
 		spec.Events = append(spec.Events, re)
@@ -179,46 +178,6 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	}
 	p.spec = spec
 	return p, nil
-}
-
-// syscallNumbers maps the kernel's entry point names of arch's system
-// calls (sys_newfstat, sys_umount), which name its syscalls events, to
-// their numbers. Names that two numbers share are left out.
-func syscallNumbers(arch string) map[string]uint32 {
-	nrs := map[string]uint32{}
-	seen := map[string]bool{}
-	for nr := range uint32(maxSyscallNr) {
-		name, ok := syscalls.Name(arch, uint64(nr))
-		if !ok {
-			continue
-		}
-		if seen[name] {
-			delete(nrs, name)
-			continue
-		}
-		seen[name] = true
-		nrs[name] = nr
-	}
-	return nrs
-}
-
-// maxSyscallNr bounds the system call numbers looked at.
-const maxSyscallNr = 1024
-
-// syscallOf returns the number of the system call that a
-// syscalls:sys_enter_NAME or sys_exit_NAME event traces.
-func syscallOf(nrs map[string]uint32, f *parse.Format) (uint32, bool) {
-	if f.System != "syscalls" {
-		return 0, false
-	}
-	name, ok := strings.CutPrefix(f.Name, "sys_enter_")
-	if !ok {
-		if name, ok = strings.CutPrefix(f.Name, "sys_exit_"); !ok {
-			return 0, false
-		}
-	}
-	nr, ok := nrs["sys_"+name]
-	return nr, ok
 }
 
 // program returns the name of the program that records the i-th event.

@@ -207,38 +207,6 @@ func TestNewPlanDirect(t *testing.T) {
 	}
 }
 
-// TestSyscallNumbers maps syscalls events to the numbers of their system
-// calls through the kernel's entry point names.
-func TestSyscallNumbers(t *testing.T) {
-	nrs := syscallNumbers("amd64")
-	for name, want := range map[string]uint32{"sys_read": 0, "sys_openat": 257, "sys_newfstatat": 262, "sys_umount": 166, "sys_getppid": 110} {
-		if got, ok := nrs[name]; !ok || got != want {
-			t.Errorf("%s: %d, %v, want %d", name, got, ok, want)
-		}
-	}
-	for _, name := range []string{"sys_umount2", "sys_fstatat", ""} {
-		if nr, ok := nrs[name]; ok {
-			t.Errorf("%q: %d, want no number (not an entry point name)", name, nr)
-		}
-	}
-	for _, tc := range []struct {
-		system, name string
-		nr           uint32
-		ok           bool
-	}{
-		{"syscalls", "sys_enter_openat", 257, true},
-		{"syscalls", "sys_exit_newfstatat", 262, true},
-		{"syscalls", "sys_enter_no_such_call", 0, false},
-		{"raw_syscalls", "sys_enter", 0, false},
-		{"sched", "sys_enter_openat", 0, false},
-	} {
-		nr, ok := syscallOf(nrs, &parse.Format{System: tc.system, Name: tc.name})
-		if nr != tc.nr || ok != tc.ok {
-			t.Errorf("syscallOf(%s:%s) = %d, %v, want %d, %v", tc.system, tc.name, nr, ok, tc.nr, tc.ok)
-		}
-	}
-}
-
 func TestNewPlanErrors(t *testing.T) {
 	fs := fakeTraceFS(t)
 	cases := []struct {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Unknown is what the kernel prints for a .syscall key whose number has no
@@ -90,6 +91,58 @@ func Number(arch, name string) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// EventNumber returns the number of the system call that the kernel's
+// syscalls:sys_enter_NAME or sys_exit_NAME event (system and name as
+// tracefs gives them) traces on arch. The events are named after the
+// kernel's entry points (sys_enter_newfstatat, sys_enter_umount), so only
+// those names match; one that two numbers share matches neither.
+func EventNumber(arch, system, name string) (uint32, bool) {
+	if system != "syscalls" {
+		return 0, false
+	}
+	call, ok := strings.CutPrefix(name, "sys_enter_")
+	if !ok {
+		if call, ok = strings.CutPrefix(name, "sys_exit_"); !ok {
+			return 0, false
+		}
+	}
+	nrs := eventNumbers(arch)
+	nr, ok := nrs[prefix+call]
+	return nr, ok
+}
+
+// eventNumbers maps arch's entry point names to numbers, built once per
+// architecture.
+func eventNumbers(arch string) map[string]uint32 {
+	eventNrsMu.Lock()
+	defer eventNrsMu.Unlock()
+	if nrs, ok := eventNrs[arch]; ok {
+		return nrs
+	}
+	nrs := map[string]uint32{}
+	seen := map[string]bool{}
+	if t := tables[arch]; t != nil {
+		for nr := t.base; nr < t.base+uint64(len(t.names)); nr++ {
+			name, ok := Name(arch, nr)
+			switch {
+			case !ok:
+			case seen[name]:
+				delete(nrs, name)
+			default:
+				seen[name] = true
+				nrs[name] = uint32(nr)
+			}
+		}
+	}
+	eventNrs[arch] = nrs
+	return nrs
+}
+
+var (
+	eventNrsMu sync.Mutex
+	eventNrs   = map[string]map[string]uint32{}
+)
 
 // Arches returns the GOARCH names of the architectures that Name and Number
 // know, sorted.

@@ -193,3 +193,37 @@ func TestArchFromMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestEventNumber maps syscalls events to the numbers of their system
+// calls through the kernel's entry point names.
+func TestEventNumber(t *testing.T) {
+	tests := []struct {
+		system, name string
+		nr           uint32
+		ok           bool
+	}{
+		{"syscalls", "sys_enter_read", 0, true},
+		{"syscalls", "sys_enter_openat", 257, true},
+		{"syscalls", "sys_exit_newfstatat", 262, true},
+		{"syscalls", "sys_enter_umount", 166, true},
+		{"syscalls", "sys_exit_getppid", 110, true},
+		{"syscalls", "sys_enter_umount2", 0, false}, // the uapi name, not the entry point's
+		{"syscalls", "sys_enter_fstatat", 0, false},
+		{"syscalls", "sys_enter_no_such_call", 0, false},
+		{"syscalls", "sys_enter", 0, false},
+		{"raw_syscalls", "sys_enter", 0, false},
+		{"sched", "sys_enter_openat", 0, false},
+	}
+	for _, tc := range tests {
+		nr, ok := EventNumber("amd64", tc.system, tc.name)
+		if nr != tc.nr || ok != tc.ok {
+			t.Errorf("EventNumber(amd64, %s, %s) = %d, %v, want %d, %v", tc.system, tc.name, nr, ok, tc.nr, tc.ok)
+		}
+	}
+	if nr, ok := EventNumber("arm64", "syscalls", "sys_enter_openat"); !ok || nr != 56 {
+		t.Errorf("EventNumber(arm64, openat) = %d, %v, want 56", nr, ok)
+	}
+	if _, ok := EventNumber("no_such_arch", "syscalls", "sys_enter_openat"); ok {
+		t.Error("an unknown architecture has numbers")
+	}
+}
