@@ -190,7 +190,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if o.DryRun {
 		for _, c := range compiled {
 			fmt.Fprintf(d.Out, "# trigger info: %s\n%s", info, c.Plan)
-			if tp := bpfgen.DirectTracepoint(c.Format); tp != "" && bpfgen.HistDirect(c.Layout) {
+			if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {
 				fmt.Fprintf(d.Out, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 			}
 			fmt.Fprintf(d.Out, "%s\n", c.Program.Listing())

@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -58,12 +59,44 @@ func TestHistDirect(t *testing.T) {
 	classic := spec(&HistSpec{})
 	classic.Direct = nil
 	for name, s := range map[string]*HistSpec{"no room": big, "no builder": sw, "not Direct": classic} {
-		if HistDirect(s) {
-			t.Errorf("%s: HistDirect() = true", name)
+		if tp := HistTracepoint(s); tp != "" {
+			t.Errorf("%s: HistTracepoint() = %q", name, tp)
 		}
 	}
-	if !HistDirect(spec(&HistSpec{})) {
-		t.Error("HistDirect(sys_exit) = false")
+	if tp := HistTracepoint(spec(&HistSpec{})); tp != "sys_exit" {
+		t.Errorf("HistTracepoint(sys_exit) = %q", tp)
+	}
+
+	// A syscalls event with its number: the program checks the number,
+	// skips 32-bit calls, and builds the record of the event.
+	write := testutil.Format(t, "syscalls:sys_enter_write")
+	nr := uint32(1)
+	s := spec(&HistSpec{})
+	s.Event, s.Syscall = write, &nr
+	s.Keys = []KeySlot{{Src: SrcField, Field: write.Field("count"), Size: 8}}
+	if tp := HistTracepoint(s); tp != "sys_enter" {
+		t.Fatalf("HistTracepoint(sys_enter_write) = %q", tp)
+	}
+	if p, err = Hist(s); err != nil {
+		t.Fatal(err)
+	}
+	ps = p.Collection.Programs[HistProgName]
+	got = lines(ps.Instructions)
+	for _, frag := range []string{
+		"JSetImm dst: r2 off: -1 imm: 2 <out_1>", // 32-bit system calls: no event
+		"LdXMemDW dst: r2 src: r6 off: 8 imm: 0\nJNEImm dst: r2 off: -1 imm: 1 <out_1>\nStXMemDW dst: rfp src: r2 off: -504 imm: 0",
+		"LdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -480 imm: 0", // args[2], count
+		fmt.Sprintf("OrImm dst: r1 imm: %d\nStXMemDW dst: rfp src: r1 off: -512 imm: 0", write.ID),
+		"LdXMemDW dst: r0 src: r6 off: 32 imm: 0", // the key, count
+	} {
+		if !strings.Contains(got, frag) {
+			t.Errorf("sys_enter_write hist lacks\n%s\nin\n%s", frag, got)
+		}
+	}
+	checkReturnsZero(t, ps.Instructions)
+	s.Syscall = nil
+	if tp := HistTracepoint(s); tp != "" {
+		t.Errorf("HistTracepoint(sys_enter_write without its number) = %q", tp)
 	}
 }
 

@@ -99,11 +99,17 @@ func commonOnly(bf *parse.BoundFilter) bool {
 // eligible returns the group that could record ev, whatever the other
 // events' filters.
 func eligible(s *RecordSpec, ev RecordEvent) *syscallGroup {
-	f := ev.Format
-	if s.Direct == nil || ev.Syscall == nil || runtime.GOARCH != "amd64" || f.System != "syscalls" {
+	if s.Direct == nil || ev.Syscall == nil || (ev.Filter != nil && !commonOnly(ev.Filter)) {
 		return nil
 	}
-	if ev.Filter != nil && !commonOnly(ev.Filter) {
+	return syscallLayout(ev.Format)
+}
+
+// syscallLayout returns the raw tracepoint group of a syscalls event
+// whose records gtrace can build (on amd64, in the kernel's layout), or
+// nil.
+func syscallLayout(f *parse.Format) *syscallGroup {
+	if runtime.GOARCH != "amd64" || f.System != "syscalls" {
 		return nil
 	}
 	var own []parse.Field
@@ -197,6 +203,62 @@ func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
 	return nil
 }
 
+// emitSyscallNr leaves in R2 the number of the system call of group g's
+// raw tracepoint, and regs in R1; 32-bit system calls, which have no
+// syscalls events (trace_get_syscall_nr), jump to skip. Clobbers R0-R5.
+func emitSyscallNr(b *Builder, g *syscallGroup, o *DirectOptions, skip string) {
+	b.Comment("32-bit system calls have no syscalls events")
+	emitCompat(b, o, skip)
+	b.Comment("R2 = the system call's number")
+	if g == sysEnterGroup {
+		b.Emit(asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord)) // id
+		return
+	}
+	b.Emit(
+		asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord), // syscall_get_nr()
+		asm.LSh.Imm(asm.R2, 32),
+		asm.ArSh.Imm(asm.R2, 32),
+	)
+}
+
+// emitSyscallFields stores the fields after __syscall_nr of group g's
+// events at R10+rec: the arguments, as syscall_get_arguments reads them
+// from regs in R1, or ret. Clobbers R2.
+func emitSyscallFields(b *Builder, g *syscallGroup, rec int16) {
+	if g == sysEnterGroup {
+		b.Comment("the arguments")
+		emitRegs(b, rec, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
+		return
+	}
+	b.Comment("ret")
+	b.Emit(
+		asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord),
+		asm.StoreMem(asm.R10, rec+16, asm.R2, asm.DWord),
+	)
+}
+
+// syscallBuilder returns the builder of the records of one syscalls event
+// with number nr, on its group's raw tracepoint, for a program of its own;
+// nil when gtrace cannot build them. Other system calls jump to skip.
+func syscallBuilder(f *parse.Format, nr uint32) *directBuilder {
+	g := syscallLayout(f)
+	if g == nil {
+		return nil
+	}
+	return &directBuilder{
+		tracepoint: g.tracepoint,
+		emit: func(b *Builder, o *DirectOptions, rec int16, skip string) {
+			emitSyscallNr(b, g, o, skip)
+			b.Comment("__syscall_nr %d, an int, and 4 bytes of padding", nr)
+			b.Emit(
+				asm.JNE.Imm(asm.R2, int32(nr), skip),
+				asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
+			)
+			emitSyscallFields(b, g, rec)
+		},
+	}
+}
+
 // lookupSlot keeps a group program's map value while its filter runs.
 const lookupSlot = recSlot - 8
 
@@ -213,18 +275,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.Mov.Reg(asm.R9, asm.R0),
 	)
 	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
-	b.Comment("32-bit system calls have no syscalls events")
-	emitCompat(b, s.Direct, out)
-	b.Comment("R2 = the system call's number")
-	if g == sysEnterGroup {
-		b.Emit(asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord)) // id
-	} else {
-		b.Emit(
-			asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord), // syscall_get_nr()
-			asm.LSh.Imm(asm.R2, 32),
-			asm.ArSh.Imm(asm.R2, 32),
-		)
-	}
+	emitSyscallNr(b, g, s.Direct, out)
 	b.Comment("R3 = %s[nr]: record length << 32 | event ID; __syscall_nr, an int, and 4 bytes of padding", g.ids)
 	b.Emit(
 		asm.JGT.Imm(asm.R2, int32(maxNr), out), // unsigned: negative numbers too
@@ -237,17 +288,8 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord),
 		asm.JEq.Imm(asm.R3, 0, out),
 	)
-	if g == sysEnterGroup {
-		b.Comment("the arguments, as syscall_get_arguments reads them")
-		b.Emit(asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord)) // regs
-		emitRegs(b, recSlot, regsDI, regsSI, regsDX, regsR10, regsR8, regsR9)
-	} else {
-		b.Comment("ret")
-		b.Emit(
-			asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord),
-			asm.StoreMem(asm.R10, recSlot+16, asm.R2, asm.DWord),
-		)
-	}
+	b.Emit(asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord)) // regs
+	emitSyscallFields(b, g, recSlot)
 	b.Comment("common_type = the event's ID, common_pid = pid; R6 = the record")
 	b.Emit(
 		asm.Mov.Reg(asm.R1, asm.R9),

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/syscalls"
 )
 
 // LiveOptions are the parts of a live hist that are not in its spec.
@@ -42,6 +44,9 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		CommOff:     -1,
 		Direct:      o.Direct,
 		Event:       f,
+	}
+	if nr, ok := syscalls.EventNumber(runtime.GOARCH, f.System, f.Name); ok {
+		l.Syscall = &nr
 	}
 	off := 0
 	for _, k := range p.Keys {
@@ -130,7 +135,7 @@ type Live struct {
 // Start loads the program and attaches it to the event's tracepoint.
 func Start(c *Compiled) (*Live, error) {
 	objs, err := probe.Load(c.Program.Collection)
-	if err != nil && bpfgen.HistDirect(c.Layout) {
+	if err != nil && bpfgen.HistTracepoint(c.Layout) != "" {
 		// Some kernels refuse tracing programs (lockdown, LSM policy):
 		// the classic tracepoint counts the same events.
 		l := *c.Layout
