@@ -26,10 +26,9 @@ type directBuilder struct {
 	tracepoint string        // the raw tracepoint, as tp_btf names it
 	fields     []directField // the format's fields past the common ones, as the builder writes them
 	// emit stores the record's fields past the common ones at R10+rec,
-	// reading the tracepoint's arguments from ctx in R6, or jumps to skip
-	// when the tracepoint's call is not one of the event. It may clobber
+	// reading the tracepoint's arguments from ctx in R6. It may clobber
 	// R0-R5.
-	emit func(b *Builder, o *DirectOptions, rec int16, skip string)
+	emit func(b *Builder, o *DirectOptions, rec int16)
 }
 
 // DirectOptions are what programs built on raw tracepoints need to know
@@ -50,11 +49,10 @@ const tsCompat = 0x0002
 const directRecordMax = 64
 
 // emitDirect builds the record of event f at R10+rec with d, common
-// fields included (R9 holds pid_tgid), and points R6 at it; calls that are
-// not of the event jump to skip.
-func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, f *parse.Format, rec int16, skip string) {
+// fields included (R9 holds pid_tgid), and points R6 at it.
+func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, f *parse.Format, rec int16) {
 	b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
-	d.emit(b, o, rec, skip)
+	d.emit(b, o, rec)
 	emitCommon(b, asm.R10, rec, f.ID)
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, int32(rec)))
@@ -179,7 +177,7 @@ func emitCompat(b *Builder, o *DirectOptions, compat string) {
 // *regs, long id): id, then the six argument registers as
 // syscall_get_arguments reads them, those of the i386 ABI for a 32-bit
 // system call.
-func emitSysEnter(b *Builder, o *DirectOptions, rec int16, _ string) {
+func emitSysEnter(b *Builder, o *DirectOptions, rec int16) {
 	compat := b.Label("ia32")
 	built := b.Label("built")
 	emitCompat(b, o, compat)
@@ -212,7 +210,7 @@ func emitRegs(b *Builder, rec int16, offs ...int16) {
 // emitSysExit builds raw_syscalls:sys_exit from sys_exit(struct pt_regs
 // *regs, long ret): id is syscall_get_nr(), the int in orig_ax, widened to
 // a long; then ret.
-func emitSysExit(b *Builder, _ *DirectOptions, rec int16, _ string) {
+func emitSysExit(b *Builder, _ *DirectOptions, rec int16) {
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord), // regs
 		asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord),

@@ -1,7 +1,6 @@
 package bpfgen
 
 import (
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,38 +64,6 @@ func TestHistDirect(t *testing.T) {
 	}
 	if tp := HistTracepoint(spec(&HistSpec{})); tp != "sys_exit" {
 		t.Errorf("HistTracepoint(sys_exit) = %q", tp)
-	}
-
-	// A syscalls event with its number: the program checks the number,
-	// skips 32-bit calls, and builds the record of the event.
-	write := testutil.Format(t, "syscalls:sys_enter_write")
-	nr := uint32(1)
-	s := spec(&HistSpec{})
-	s.Event, s.Syscall = write, &nr
-	s.Keys = []KeySlot{{Src: SrcField, Field: write.Field("count"), Size: 8}}
-	if tp := HistTracepoint(s); tp != "sys_enter" {
-		t.Fatalf("HistTracepoint(sys_enter_write) = %q", tp)
-	}
-	if p, err = Hist(s); err != nil {
-		t.Fatal(err)
-	}
-	ps = p.Collection.Programs[HistProgName]
-	got = lines(ps.Instructions)
-	for _, frag := range []string{
-		"JSetImm dst: r2 off: -1 imm: 2 <out_1>", // 32-bit system calls: no event
-		"LdXMemDW dst: r2 src: r6 off: 8 imm: 0\nJNEImm dst: r2 off: -1 imm: 1 <out_1>\nStXMemDW dst: rfp src: r2 off: -504 imm: 0",
-		"LdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -480 imm: 0", // args[2], count
-		fmt.Sprintf("OrImm dst: r1 imm: %d\nStXMemDW dst: rfp src: r1 off: -512 imm: 0", write.ID),
-		"LdXMemDW dst: r0 src: r6 off: 32 imm: 0", // the key, count
-	} {
-		if !strings.Contains(got, frag) {
-			t.Errorf("sys_enter_write hist lacks\n%s\nin\n%s", frag, got)
-		}
-	}
-	checkReturnsZero(t, ps.Instructions)
-	s.Syscall = nil
-	if tp := HistTracepoint(s); tp != "" {
-		t.Errorf("HistTracepoint(sys_enter_write without its number) = %q", tp)
 	}
 }
 
@@ -238,8 +205,10 @@ func TestSyscallGroupFilter(t *testing.T) {
 	}
 	got := lines(p.Collection.Programs[SysEnterProgName].Instructions)
 	for _, frag := range []string{
-		// the map value kept across the filter, which reads the record
-		"StXMemDW dst: rfp src: r3 off: -80 imm: 0\nMovReg dst: r1 src: rfp\nAddImm dst: r1 imm: -512\nMovImm dst: r2 imm: 16\nCall FnGetCurrentComm",
+		// the map value kept across helper calls and the filter, which
+		// reads the record
+		"JEqImm dst: r3 off: -1 imm: 0 <out_1>\nStXMemDW dst: rfp src: r3 off: -80 imm: 0\nCall FnGetCurrentPidTgid",
+		"MovImm dst: r2 imm: 16\nCall FnGetCurrentComm",
 		"MovReg dst: r0 src: r9\nLShImm dst: r0 imm: 32\nArShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 1 <out_1>", // common_pid from pid_tgid
 		"LdXMemDW dst: r3 src: rfp off: -80 imm: 0\nMovReg dst: r9 src: r3\nRShImm dst: r9 imm: 32",
 	} {

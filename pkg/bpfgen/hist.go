@@ -69,10 +69,6 @@ type HistSpec struct {
 	// it. Loading it needs the kernel's BTF.
 	Direct *DirectOptions
 	Event  *parse.Format
-	// Syscall, for a syscalls:sys_enter_NAME or sys_exit_NAME Event, is
-	// the number of system call NAME, with which a Direct hist builds its
-	// records on the sys_enter or sys_exit raw tracepoint; nil otherwise.
-	Syscall *uint32
 }
 
 // HistTracepoint returns the raw tracepoint that Hist puts the program of
@@ -87,9 +83,6 @@ func HistTracepoint(s *HistSpec) string {
 func histDirect(s *HistSpec) *directBuilder {
 	if s.Direct == nil || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
 		return nil
-	}
-	if s.Syscall != nil {
-		return syscallBuilder(s.Event, *s.Syscall)
 	}
 	return direct(s.Event)
 }
@@ -173,7 +166,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	if d != nil {
 		// The record lies at the bottom of the stack, below the
 		// value, the key and the filter's scratch area.
-		emitDirect(b, d, s.Direct, s.Event, -maxStack, out)
+		emitDirect(b, d, s.Direct, s.Event, -maxStack)
 		scratch = StackArea{Off: -maxStack + directRecordMax, Size: maxStack - directRecordMax}
 	}
 	if s.Filter != nil {

@@ -315,7 +315,7 @@ func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instruc
 	)
 	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
 	if d != nil {
-		emitDirect(b, d, s.Direct, f, recSlot, out)
+		emitDirect(b, d, s.Direct, f, recSlot)
 	}
 	if ev.Filter != nil {
 		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + recSlot}); err != nil {

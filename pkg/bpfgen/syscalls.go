@@ -204,17 +204,15 @@ func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
 }
 
 // emitSyscallNr leaves in R2 the number of the system call of group g's
-// raw tracepoint, and regs in R1; 32-bit system calls, which have no
-// syscalls events (trace_get_syscall_nr), jump to skip. Clobbers R0-R5.
-func emitSyscallNr(b *Builder, g *syscallGroup, o *DirectOptions, skip string) {
-	b.Comment("32-bit system calls have no syscalls events")
-	emitCompat(b, o, skip)
+// raw tracepoint (ctx in R6). Clobbers R1.
+func emitSyscallNr(b *Builder, g *syscallGroup) {
 	b.Comment("R2 = the system call's number")
 	if g == sysEnterGroup {
 		b.Emit(asm.LoadMem(asm.R2, asm.R6, 8, asm.DWord)) // id
 		return
 	}
 	b.Emit(
+		asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord),         // regs
 		asm.LoadMem(asm.R2, asm.R1, regsOrigA, asm.DWord), // syscall_get_nr()
 		asm.LSh.Imm(asm.R2, 32),
 		asm.ArSh.Imm(asm.R2, 32),
@@ -237,29 +235,7 @@ func emitSyscallFields(b *Builder, g *syscallGroup, rec int16) {
 	)
 }
 
-// syscallBuilder returns the builder of the records of one syscalls event
-// with number nr, on its group's raw tracepoint, for a program of its own;
-// nil when gtrace cannot build them. Other system calls jump to skip.
-func syscallBuilder(f *parse.Format, nr uint32) *directBuilder {
-	g := syscallLayout(f)
-	if g == nil {
-		return nil
-	}
-	return &directBuilder{
-		tracepoint: g.tracepoint,
-		emit: func(b *Builder, o *DirectOptions, rec int16, skip string) {
-			emitSyscallNr(b, g, o, skip)
-			b.Comment("__syscall_nr %d, an int, and 4 bytes of padding", nr)
-			b.Emit(
-				asm.JNE.Imm(asm.R2, int32(nr), skip),
-				asm.StoreMem(asm.R10, rec+8, asm.R2, asm.DWord),
-			)
-			emitSyscallFields(b, g, rec)
-		},
-	}
-}
-
-// lookupSlot keeps a group program's map value while its filter runs.
+// lookupSlot keeps a group program's map value across helper calls.
 const lookupSlot = recSlot - 8
 
 // syscallGroupProgram generates the program of a group whose numbers run
@@ -268,15 +244,12 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 	b := &Builder{}
 	out := b.Label("out")
 	done := b.Label("done")
-	b.Comment("syscall group %s: R6 = ctx; R9 = pid_tgid", g.tracepoint)
-	b.Emit(
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.Mov.Reg(asm.R9, asm.R0),
-	)
-	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
-	emitSyscallNr(b, g, s.Direct, out)
-	b.Comment("R3 = %s[nr]: record length << 32 | event ID; __syscall_nr, an int, and 4 bytes of padding", g.ids)
+	// Other system calls leave first thing, as the kernel's bitmap of
+	// enabled syscalls events lets them.
+	b.Comment("syscall group %s: R6 = ctx", g.tracepoint)
+	b.Emit(asm.Mov.Reg(asm.R6, asm.R1))
+	emitSyscallNr(b, g)
+	b.Comment("%s[nr]: record length << 32 | event ID, kept at %d; __syscall_nr, an int, and 4 bytes of padding", g.ids, lookupSlot)
 	b.Emit(
 		asm.JGT.Imm(asm.R2, int32(maxNr), out), // unsigned: negative numbers too
 		asm.StoreMem(asm.R10, recSlot+8, asm.R2, asm.DWord),
@@ -287,9 +260,18 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord),
 		asm.JEq.Imm(asm.R3, 0, out),
+		asm.StoreMem(asm.R10, lookupSlot, asm.R3, asm.DWord),
 	)
-	b.Emit(asm.LoadMem(asm.R1, asm.R6, 0, asm.DWord)) // regs
+	b.Comment("R9 = pid_tgid")
+	b.Emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(asm.R9, asm.R0),
+	)
+	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
+	b.Comment("32-bit system calls have no syscalls events")
+	emitCompat(b, s.Direct, out)
 	emitSyscallFields(b, g, recSlot)
+	b.Emit(asm.LoadMem(asm.R3, asm.R10, lookupSlot, asm.DWord))
 	b.Comment("common_type = the event's ID, common_pid = pid; R6 = the record")
 	b.Emit(
 		asm.Mov.Reg(asm.R1, asm.R9),
@@ -302,7 +284,6 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.Add.Imm(asm.R6, recSlot),
 	)
 	if bf := groupFilter(s, g); bf != nil {
-		b.Emit(asm.StoreMem(asm.R10, lookupSlot, asm.R3, asm.DWord))
 		if err := EmitFilter(b, bf, out, StackArea{Off: -maxStack, Size: maxStack + lookupSlot}); err != nil {
 			return nil, err
 		}

@@ -5,12 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
-	"github.com/gtrace/gtrace/pkg/syscalls"
 )
 
 // LiveOptions are the parts of a live hist that are not in its spec.
@@ -44,9 +42,6 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		CommOff:     -1,
 		Direct:      o.Direct,
 		Event:       f,
-	}
-	if nr, ok := syscalls.EventNumber(runtime.GOARCH, f.System, f.Name); ok {
-		l.Syscall = &nr
 	}
 	off := 0
 	for _, k := range p.Keys {
