@@ -94,34 +94,45 @@ func TestSyscallGroups(t *testing.T) {
 		RecordEvent{Format: write, Syscall: nr(1), Filter: bf},               // a filter: its own program
 		RecordEvent{Format: testutil.Format(t, "syscalls:sys_enter_openat")}, // no number: its own program
 	)
+	// Groups of minGroup events: more entries and exits, under other
+	// numbers.
+	for n := range uint32(minGroup - 2) {
+		s.Events = append(s.Events, RecordEvent{Format: openat, Syscall: nr(200 + n)})
+	}
+	for n := range uint32(minGroup - 1) {
+		s.Events = append(s.Events, RecordEvent{Format: exitOpenat, Syscall: nr(200 + n)})
+	}
 	s.Direct = &DirectOptions{TaskStatusOff: 16}
 	p, err := Record(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantProg := []string{SysEnterProgName, SysExitProgName, SysEnterProgName, RecordProgName(3), RecordProgName(4)}
-	wantTP := []string{"sys_enter", "sys_exit", "sys_enter", "", ""}
+	enterRec := Recorder{Prog: SysEnterProgName, RawTracepoint: "sys_enter", Group: true}
+	exitRec := Recorder{Prog: SysExitProgName, RawTracepoint: "sys_exit", Group: true}
+	want := []Recorder{enterRec, exitRec, enterRec, {Prog: RecordProgName(3)}, {Prog: RecordProgName(4)}}
 	for i := range s.Events {
-		if got := RecordProgram(s, i); got != wantProg[i] {
-			t.Errorf("RecordProgram(%d) = %s, want %s", i, got, wantProg[i])
+		w := enterRec
+		switch {
+		case i < len(want):
+			w = want[i]
+		case i >= 5+minGroup-2:
+			w = exitRec
 		}
-		if got := GroupTracepoint(s, i); got != wantTP[i] {
-			t.Errorf("GroupTracepoint(%d) = %q, want %q", i, got, wantTP[i])
+		if got := p.Recorders[i]; got != w {
+			t.Errorf("Recorders[%d] = %+v, want %+v", i, got, w)
 		}
-	}
-	for _, name := range []string{RecordProgName(0), RecordProgName(1), RecordProgName(2)} {
-		if p.Collection.Programs[name] != nil {
-			t.Errorf("grouped event has a program of its own, %s", name)
+		if w.Group && p.Collection.Programs[RecordProgName(i)] != nil {
+			t.Errorf("grouped event %d has a program of its own", i)
 		}
 	}
 	ids := p.Collection.Maps[sysEnterMapName]
-	if ids == nil || ids.Type != ebpf.Array || ids.MaxEntries != 258 || len(ids.Contents) != 2 ||
+	if ids == nil || ids.Type != ebpf.Array || ids.MaxEntries != 258 || len(ids.Contents) != minGroup ||
 		ids.Contents[0] != (ebpf.MapKV{Key: uint32(257), Value: uint64(48)<<32 | uint64(openat.ID)}) ||
 		ids.Contents[1] != (ebpf.MapKV{Key: uint32(110), Value: uint64(12)<<32 | uint64(getppid.ID)}) {
 		t.Errorf("sys_enter ids map %+v", ids)
 	}
 	exitIDs := p.Collection.Maps[sysExitMapName]
-	if exitIDs == nil || len(exitIDs.Contents) != 1 || exitIDs.Contents[0] != (ebpf.MapKV{Key: uint32(257), Value: uint64(24)<<32 | uint64(exitOpenat.ID)}) {
+	if exitIDs == nil || len(exitIDs.Contents) != minGroup || exitIDs.Contents[0] != (ebpf.MapKV{Key: uint32(257), Value: uint64(24)<<32 | uint64(exitOpenat.ID)}) {
 		t.Errorf("sys_exit ids map %+v", exitIDs)
 	}
 	for name, frags := range map[string][]string{
@@ -154,13 +165,21 @@ func TestSyscallGroups(t *testing.T) {
 		checkReturnsZero(t, ps.Instructions)
 	}
 
-	// Without Direct, every event has a program of its own.
+	// Without Direct, or with fewer than minGroup events for a raw
+	// tracepoint, every event has a program of its own.
+	few := *s
+	few.Events = few.Events[:5+minGroup-3]
 	s.Direct = nil
-	if p, err = Record(s); err != nil {
-		t.Fatal(err)
+	for name, spec := range map[string]*RecordSpec{"classic": s, "too few": &few} {
+		if p, err = Record(spec); err != nil {
+			t.Fatal(err)
+		}
+		if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || p.Recorders[0] != (Recorder{Prog: RecordProgName(0)}) {
+			t.Errorf("%s: a syscall group for sys_enter", name)
+		}
 	}
-	if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || RecordProgram(s, 0) != RecordProgName(0) {
-		t.Error("classic recording has syscall groups")
+	if p.Collection.Programs[SysExitProgName] != nil {
+		t.Error("too few: a syscall group for sys_exit")
 	}
 }
 
@@ -193,14 +212,17 @@ func TestSyscallGroupFilter(t *testing.T) {
 		RecordEvent{Format: write, Syscall: nr(1), Filter: bindOn(write, "common_pid == 7")}, // another filter
 		RecordEvent{Format: write, Syscall: nr(1), Filter: bindOn(write, "fd == 1")},         // a field of its own
 	)
+	for n := range uint32(minGroup - 2) {
+		s.Events = append(s.Events, RecordEvent{Format: openat, Syscall: nr(200 + n), Filter: bindOn(openat, common)})
+	}
 	s.Direct = &DirectOptions{TaskStatusOff: 16}
 	p, err := Record(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{SysEnterProgName, SysEnterProgName, RecordProgName(2), RecordProgName(3)} {
-		if got := RecordProgram(s, i); got != want {
-			t.Errorf("RecordProgram(%d) = %s, want %s", i, got, want)
+	for i, want := range []string{SysEnterProgName, SysEnterProgName, RecordProgName(2), RecordProgName(3), SysEnterProgName} {
+		if got := p.Recorders[i].Prog; got != want {
+			t.Errorf("Recorders[%d].Prog = %s, want %s", i, got, want)
 		}
 	}
 	got := lines(p.Collection.Programs[SysEnterProgName].Instructions)

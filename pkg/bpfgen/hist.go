@@ -114,6 +114,8 @@ const errEEXIST = -17
 // Program is a generated collection: programs and the maps they use.
 type Program struct {
 	Collection *ebpf.CollectionSpec
+	// Recorders, from Record, says which program records each event.
+	Recorders []Recorder
 }
 
 // Listing returns the assembly of every program, for --dry-run and for

@@ -243,11 +243,14 @@ func Record(s *RecordSpec) (*Program, error) {
 		ValueSize:  BatchHeader + BatchData,
 		MaxEntries: 1,
 	}
-	if err := addSyscallGroups(s, coll); err != nil {
+	in, filters := groups(s)
+	if err := addSyscallGroups(s, in, filters, coll); err != nil {
 		return nil, err
 	}
+	recorders := make([]Recorder, len(s.Events))
 	for i, ev := range s.Events {
-		if groupOf(s, ev) != nil {
+		if g := in[i]; g != nil {
+			recorders[i] = Recorder{Prog: g.prog, RawTracepoint: g.tracepoint, Group: true}
 			continue
 		}
 		var d *directBuilder
@@ -260,8 +263,10 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 		name := RecordProgName(i)
 		ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
+		recorders[i] = Recorder{Prog: name}
 		if d != nil {
 			directSpec(ps, d.tracepoint)
+			recorders[i].RawTracepoint = d.tracepoint
 		}
 		coll.Programs[name] = ps
 	}
@@ -281,7 +286,14 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 		coll.Programs[CommProgName] = ps
 	}
-	return &Program{Collection: coll}, nil
+	return &Program{Collection: coll, Recorders: recorders}, nil
+}
+
+// Recorder is the program that records an event.
+type Recorder struct {
+	Prog          string // the program's name in the collection
+	RawTracepoint string // the raw tracepoint it runs on; "" for the event's classic tracepoint
+	Group         bool   // it records other syscalls events too (see syscalls.go)
 }
 
 // mapMmapable is BPF_F_MMAPABLE: user space reads the lost counters from

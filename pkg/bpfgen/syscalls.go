@@ -56,27 +56,41 @@ var (
 // maxSyscallArgs is the most arguments a system call has.
 const maxSyscallArgs = 6
 
-// groupOf returns the group that records ev, or nil when ev gets a
-// program of its own: no Direct, not a syscalls event with a known
-// number, another architecture, a format other than the group's programs
-// write, or a filter other than the group's.
-func groupOf(s *RecordSpec, ev RecordEvent) *syscallGroup {
-	g := eligible(s, ev)
-	if g == nil || filterSrc(ev.Filter) != filterSrc(groupFilter(s, g)) {
-		return nil
-	}
-	return g
-}
+// minGroup is the fewest events a syscall group records. A group's
+// program runs on every system call, and costs those of no event in it
+// about 20 ns each (the kernel's bitmap of enabled syscalls events costs
+// them nothing), to save each event of it about 55 ns and, at the end of
+// a recording, the ~30 ms the kernel takes to tear down each classic
+// program's perf event: worth it for many events, not for a few.
+const minGroup = 8
 
-// groupFilter returns the filter of a group: that of its first eligible
-// event.
-func groupFilter(s *RecordSpec, g *syscallGroup) *parse.BoundFilter {
-	for _, ev := range s.Events {
-		if eligible(s, ev) == g {
-			return ev.Filter
+// groups returns the syscall group that records each event of s (nil for
+// an event with a program of its own), and each group's filter.
+func groups(s *RecordSpec) ([]*syscallGroup, map[*syscallGroup]*parse.BoundFilter) {
+	elig := make([]*syscallGroup, len(s.Events))
+	filters := map[*syscallGroup]*parse.BoundFilter{}
+	seen := map[*syscallGroup]bool{}
+	count := map[*syscallGroup]int{}
+	for i, ev := range s.Events {
+		g := eligible(s, ev)
+		if g == nil {
+			continue
+		}
+		if !seen[g] {
+			// A group's filter is its first event's.
+			seen[g], filters[g] = true, ev.Filter
+		}
+		if filterSrc(ev.Filter) == filterSrc(filters[g]) {
+			elig[i] = g
+			count[g]++
 		}
 	}
-	return nil
+	for i, g := range elig {
+		if g != nil && count[g] < minGroup {
+			elig[i] = nil
+		}
+	}
+	return elig, filters
 }
 
 func filterSrc(bf *parse.BoundFilter) string {
@@ -144,33 +158,14 @@ func syscallLayout(f *parse.Format) *syscallGroup {
 	return nil
 }
 
-// RecordProgram returns the name of the program that records the i-th
-// event of s: its own, or its syscall group's.
-func RecordProgram(s *RecordSpec, i int) string {
-	if g := groupOf(s, s.Events[i]); g != nil {
-		return g.prog
-	}
-	return RecordProgName(i)
-}
-
-// GroupTracepoint returns the raw tracepoint of the syscall group program
-// that records the i-th event of s, or "" when it has a program of its
-// own.
-func GroupTracepoint(s *RecordSpec, i int) string {
-	if g := groupOf(s, s.Events[i]); g != nil {
-		return g.tracepoint
-	}
-	return ""
-}
-
 // addSyscallGroups adds the group programs and maps for the events of s
-// that they record.
-func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
+// that in groups records.
+func addSyscallGroups(s *RecordSpec, in []*syscallGroup, filters map[*syscallGroup]*parse.BoundFilter, coll *ebpf.CollectionSpec) error {
 	for _, g := range []*syscallGroup{sysEnterGroup, sysExitGroup} {
 		var kvs []ebpf.MapKV
 		maxNr := uint32(0)
-		for _, ev := range s.Events {
-			if groupOf(s, ev) != g {
+		for i, ev := range s.Events {
+			if in[i] != g {
 				continue
 			}
 			f := ev.Format
@@ -192,7 +187,7 @@ func addSyscallGroups(s *RecordSpec, coll *ebpf.CollectionSpec) error {
 			MaxEntries: maxNr + 1,
 			Contents:   kvs,
 		}
-		insns, err := syscallGroupProgram(s, g, maxNr)
+		insns, err := syscallGroupProgram(s, g, maxNr, filters[g])
 		if err != nil {
 			return err
 		}
@@ -240,7 +235,7 @@ const lookupSlot = recSlot - 8
 
 // syscallGroupProgram generates the program of a group whose numbers run
 // up to maxNr.
-func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Instructions, error) {
+func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse.BoundFilter) (asm.Instructions, error) {
 	b := &Builder{}
 	out := b.Label("out")
 	done := b.Label("done")
@@ -283,7 +278,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32) (asm.Inst
 		asm.Mov.Reg(asm.R6, asm.R10),
 		asm.Add.Imm(asm.R6, recSlot),
 	)
-	if bf := groupFilter(s, g); bf != nil {
+	if bf != nil {
 		if err := EmitFilter(b, bf, out, StackArea{Off: -maxStack, Size: maxStack + lookupSlot}); err != nil {
 			return nil, err
 		}

@@ -181,15 +181,12 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 }
 
 // program returns the name of the program that records the i-th event.
-func (p *Plan) program(i int) string { return bpfgen.RecordProgram(p.spec, i) }
+func (p *Plan) program(i int) string { return p.Program.Recorders[i].Prog }
 
 // direct reports whether some event's program is on a raw tracepoint.
 func (p *Plan) direct() bool {
-	if p.spec == nil || p.spec.Direct == nil {
-		return false
-	}
-	for i, ev := range p.Events {
-		if bpfgen.DirectTracepoint(ev.Format) != "" || bpfgen.GroupTracepoint(p.spec, i) != "" {
+	for _, r := range p.Program.Recorders {
+		if r.RawTracepoint != "" {
 			return true
 		}
 	}
@@ -242,10 +239,11 @@ func (p *Plan) Describe(w io.Writer) error {
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
 		}
-		if tp := bpfgen.GroupTracepoint(p.spec, i); tp != "" {
-			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", tp)
-		} else if tp := bpfgen.DirectTracepoint(ev.Format); tp != "" && p.spec.Direct != nil {
-			fmt.Fprintf(&b, ", built on raw tracepoint %s", tp)
+		switch r := p.Program.Recorders[i]; {
+		case r.Group:
+			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.RawTracepoint)
+		case r.RawTracepoint != "":
+			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.RawTracepoint)
 		}
 		b.WriteString("\n")
 	}
