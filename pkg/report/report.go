@@ -231,12 +231,13 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 }
 
 // appendTS appends a timestamp as trace-cmd shows it: seconds with 6
-// decimals (9 with -t) for clocks in nanoseconds, else ticks / 10^12 with
-// 12 decimals (its "%12d" format read as precision 12).
+// decimals (9 with -t) for clocks in nanoseconds, else the raw count in 12
+// columns (its "%12d" format; checked against trace-cmd 3.1.6 with
+// libtraceevent 1.7.1 on files of the boot clock).
 func (p *printer) appendTS(b []byte, ts uint64) []byte {
 	switch {
 	case !p.usecs:
-		return appendTime(b, ts, 12, 0)
+		return appendPadded(b, ts, 12, ' ')
 	case p.opts.NsTimestamps:
 		return appendTime(b, ts, 9, 1)
 	}
@@ -244,8 +245,7 @@ func (p *printer) appendTS(b []byte, ts uint64) []byte {
 }
 
 // appendTime is libtraceevent's print_event_time: the timestamp divided
-// by div (rounded), as "%5llu.%0*llu" with prec decimals, or as "%12llu"
-// when prec is 0.
+// by div (rounded), as "%5llu.%0*llu" with prec (> 0) decimals.
 func appendTime(b []byte, ts uint64, prec int, div uint64) []byte {
 	if div > 0 {
 		ts = (ts + div/2) / div
@@ -253,9 +253,6 @@ func appendTime(b []byte, ts uint64, prec int, div uint64) []byte {
 	p10 := uint64(1)
 	for i := 0; i < prec; i++ {
 		p10 *= 10
-	}
-	if p10 == 1 {
-		return appendPadded(b, ts, 12, ' ')
 	}
 	sec, frac := ts/p10, ts%p10
 	if sec < 100000 && prec <= 12 {
