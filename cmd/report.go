@@ -42,6 +42,13 @@ them: CPUs merged by timestamp, each event through its print format.
 'EVENT[,EVENT...][: FILTER]', EVENT being NAME, SYSTEM:NAME or a glob; the
 filter is the kernel's event filter language). It can be repeated.
 
+A file with several ring buffers (trace-cmd record -B, extract -a) prints as
+trace-cmd prints it: the records of all instances merged by timestamp, each
+line starting with its instance's name and ": " (blanks for the top
+instance). --cpu then numbers the CPUs of all instances one after the other,
+as trace-cmd does: the top instance's are 0 to N-1 (N of cpus=N), the next
+instance's follow, and so on.
+
 A recording that was killed before it finished is reported up to its last
 complete page.`,
 		Example: `  gtrace report

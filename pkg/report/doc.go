@@ -11,14 +11,17 @@
 // a record into the bytes that follow it in the page, the formats of the
 // plugins trace-cmd loads (sched_switch, sched_wakeup, kmem, hrtimer,
 // futex, tlb, function, kvm, and trace-cmd's own function graph), and the
-// comm cache the sched_switch plugin fills as it prints.
+// comm cache the sched_switch plugin fills as it prints. The records of a
+// file's ring-buffer instances (trace-cmd record -B, extract -a) are
+// merged and tagged with their instance's name as trace-cmd merges and
+// tags them.
 //
 // What it does not reproduce: the mac80211, scsi and xen plugins (their
 // events print as "[FAILED TO PARSE]" where trace-cmd calls the plugins'
 // helpers); what glibc prints for a '*' width or precision taken from a
 // negative value (libtraceevent then passes printf one argument too few:
 // the output is the conversion's own text for "%.*s", undefined
-// otherwise); paddings over 32 MiB, which are cut there; instances other
-// than the top one and latency-format files; and, in Stat, files whose
-// CPU data is compressed (package tracedat does not give its size).
+// otherwise); paddings over 32 MiB, which are cut there; latency-format
+// files; and, in Stat, the offset trace-cmd shows for a CPU without data
+// in a version 6 file (package tracedat does not keep it).
 package report

@@ -12,9 +12,15 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
-// JSON prints one JSON object per record, one per line:
+// JSON prints one JSON object per record, one per line, the records of
+// all the file's instances merged by timestamp as Text merges them:
 //
 //	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{"prev_comm":"bash",...}}
+//
+// The object of a record of an instance other than the top one starts
+// with "instance" and the instance's name:
+//
+//	{"instance":"foo","cpu":0,"ts_ns":637826270456,...}
 //
 // Fields hold the event's own fields: numbers as numbers (signed fields
 // sign extended), arrays of char (static or dynamic) as strings up to
@@ -27,9 +33,9 @@ func JSON(w io.Writer, f *tracedat.File, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	p := newPrinter(f, o)
 	b := make([]byte, 0, 1024)
-	it := f.Records(o.CPUs...)
-	for it.Next() {
-		tr := it.Record()
+	m := newMerge(f, o.CPUs)
+	for m.next() {
+		tr := m.cur.cur
 		id := p.recordType(tr.Data)
 		ev := p.eventFor(id)
 		if o.Filter != nil {
@@ -42,12 +48,12 @@ func JSON(w io.Writer, f *tracedat.File, o Options) error {
 				continue
 			}
 		}
-		b = p.jsonRecord(b[:0], &tr, ev, id)
+		b = p.jsonRecord(b[:0], m.cur.name, &tr, ev, id)
 		if _, err := bw.Write(b); err != nil {
 			return fmt.Errorf("write json: %w", err)
 		}
 	}
-	if err := it.Err(); err != nil {
+	if err := m.err(); err != nil {
 		bw.Flush()
 		return fmt.Errorf("read records: %w", err)
 	}
@@ -57,9 +63,16 @@ func JSON(w io.Writer, f *tracedat.File, o Options) error {
 	return nil
 }
 
-func (p *printer) jsonRecord(b []byte, tr *tracedat.Record, ev *event, id int) []byte {
+// jsonRecord appends the JSON line of a record of the named instance.
+func (p *printer) jsonRecord(b []byte, instance string, tr *tracedat.Record, ev *event, id int) []byte {
 	pid := p.recordPid(tr.Data)
-	b = append(b, `{"cpu":`...)
+	b = append(b, '{')
+	if instance != "" {
+		b = append(b, `"instance":`...)
+		b = appendJSONString(b, []byte(instance))
+		b = append(b, ',')
+	}
+	b = append(b, `"cpu":`...)
 	b = strconv.AppendInt(b, int64(tr.CPU), 10)
 	b = append(b, `,"ts_ns":`...)
 	b = strconv.AppendUint(b, tr.TS, 10)

@@ -15,6 +15,10 @@ import (
 // Options select and shape what Text and JSON print.
 type Options struct {
 	// CPUs limits the output to the records of these CPUs (all if empty).
+	// In a file with several instances, CPUs are numbered as trace-cmd
+	// report --cpu numbers them: the top instance's from 0 to N-1 (N as
+	// in its "cpus=N" line), then each other instance's after those of
+	// the instance before it.
 	CPUs []int
 	// NsTimestamps prints nanoseconds instead of microseconds
 	// (trace-cmd report -t).
@@ -80,10 +84,8 @@ func (p *printer) syms() *funcMap {
 // usecClock reports whether trace-cmd shows the file's timestamps as
 // seconds.microseconds: for the clocks that count nanoseconds.
 func usecClock(f *tracedat.File) bool {
-	for _, o := range f.Options {
-		if o.ID == tracedat.OptionTSC2NSec {
-			return true
-		}
+	if hasOption(f, tracedat.OptionTSC2NSec) {
+		return true
 	}
 	switch c := f.Clock; c {
 	case "local", "global", "uptime", "perf", "tai", "tsc2nsec":
@@ -94,21 +96,38 @@ func usecClock(f *tracedat.File) bool {
 }
 
 // cpuCount is what trace-cmd prints as cpus=N: the CPUs of the traced
-// system, or more if the data names a higher CPU.
+// system, or more if the top instance's data names a higher CPU. The data
+// of other instances does not count.
 func cpuCount(f *tracedat.File) int {
-	n := f.CPUCount
-	for _, b := range f.Buffers {
-		for _, c := range b.CPUs {
+	n := 0
+	if f.Version < 7 || hasOption(f, tracedat.OptionCPUCount) {
+		n = f.CPUCount
+	}
+	if top := topBuffer(f); top != nil {
+		for _, c := range top.CPUs {
 			n = max(n, c.CPU+1)
 		}
 	}
 	return n
 }
 
-// Text prints the records of f's top instance as trace-cmd report (3.1.6,
-// with libtraceevent 1.7 and its plugins) does, byte for byte: "cpus=N",
-// then one line per record, and "CPU:N [K EVENTS DROPPED]" where the
-// kernel lost records.
+// hasOption reports whether f holds an option of that id.
+func hasOption(f *tracedat.File, id tracedat.OptionID) bool {
+	for _, o := range f.Options {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Text prints the records of f as trace-cmd report (3.1.6, with
+// libtraceevent 1.7 and its plugins) does, byte for byte: "cpus=N", then
+// one line per record, and "CPU:N [K EVENTS DROPPED]" where the kernel
+// lost records. The records of all the file's instances are merged by
+// timestamp; if it has instances besides the top one, each line (or its
+// dropped-events line) starts with the instance's name, right-aligned to
+// the longest name, and ": " (blanks for the top instance).
 func Text(w io.Writer, f *tracedat.File, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	p := newPrinter(f, o)
@@ -117,10 +136,11 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 	line = strconv.AppendInt(line, int64(cpuCount(f)), 10)
 	line = append(line, '\n')
 	bw.Write(line)
-	it := f.Records(o.CPUs...)
-	p.src = &recSource{it: it}
-	for p.src.next() {
-		r := &p.src.cur
+	m := newMerge(f, o.CPUs)
+	for m.next() {
+		s := m.cur
+		p.src = &s.recSource
+		r := &s.cur
 		ev := p.eventFor(p.recordType(r.Data))
 		if o.Filter != nil {
 			var fm *parse.Format
@@ -133,12 +153,13 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 			}
 		}
 		// Formatting into the writer's free space saves a copy.
-		line = p.line(bw.AvailableBuffer(), r, ev)
+		line = append(bw.AvailableBuffer(), s.tag...)
+		line = p.line(line, r, ev)
 		if _, err := bw.Write(line); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
-	if err := it.Err(); err != nil {
+	if err := m.err(); err != nil {
 		bw.Flush()
 		return fmt.Errorf("read records: %w", err)
 	}
