@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/probe"
 )
 
@@ -204,7 +205,7 @@ func TestPrivilegedVerifierRejectionReport(t *testing.T) {
 		Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()},
 	}}}
-	_, err := probe.Load(spec)
+	_, err := probe.Load(&bpfgen.Program{Collection: spec})
 	if err == nil {
 		t.Fatal("loading a bad program succeeded")
 	}

@@ -250,11 +250,16 @@ func TestPrivilegedRecordExitStatusZstd(t *testing.T) {
 // with -P, and of no other.
 func TestPrivilegedRecordPID(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	sh := exec.Command("sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 0.05; done")
+	// The shell runs until the recording is over, however long gtrace
+	// takes to start on a loaded machine.
+	sh := exec.Command("sh", "-c", "while :; do sleep 0.05; done")
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer sh.Wait()
+	defer func() {
+		sh.Process.Kill()
+		sh.Wait()
+	}()
 	file := filepath.Join(t.TempDir(), "pid.dat")
 	pid := strconv.Itoa(sh.Process.Pid)
 	if errOut, code := recordLive(t, "-e", "raw_syscalls:sys_enter", "-P", pid, "--duration", "300ms", "-o", file); code != 0 {

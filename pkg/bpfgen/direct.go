@@ -48,12 +48,12 @@ const tsCompat = 0x0002
 // directRecordMax is the most stack a builder's record takes.
 const directRecordMax = 64
 
-// emitDirect builds the record of event f at R10+rec with d, common
+// emitDirect builds the record of the event id at R10+rec with d, common
 // fields included (R9 holds pid_tgid), and points R6 at it.
-func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, f *parse.Format, rec int16) {
+func emitDirect(b *Builder, d *directBuilder, o *DirectOptions, id EventID, rec int16) {
 	b.Comment("build the record from the arguments of raw tracepoint %s", d.tracepoint)
 	d.emit(b, o, rec)
-	emitCommon(b, asm.R10, rec, f.ID)
+	emitCommon(b, asm.R10, rec, id)
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R10), asm.Add.Imm(asm.R6, int32(rec)))
 }

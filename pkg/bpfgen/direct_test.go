@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
@@ -20,11 +21,9 @@ func TestHistDirect(t *testing.T) {
 		t.Skip("records are built on raw tracepoints only on amd64")
 	}
 	exit := testutil.Format(t, "raw_syscalls:sys_exit")
-	var scratch StackArea
 	spec := func(f *HistSpec) *HistSpec {
 		f.KeySize, f.ValueSize, f.MaxEntries, f.CommOff = 8, 8, 16, -1
 		f.Keys = []KeySlot{{Src: SrcField, Field: exit.Field("ret"), Size: 8}}
-		f.Filter = func(b *Builder, miss string, s StackArea) error { scratch = s; return nil }
 		f.Direct, f.Event = &DirectOptions{TaskStatusOff: 16}, exit
 		return f
 	}
@@ -36,13 +35,10 @@ func TestHistDirect(t *testing.T) {
 	if ps.Type != ebpf.Tracing || ps.AttachType != ebpf.AttachTraceRawTp || ps.AttachTo != "sys_exit" {
 		t.Errorf("program %v, %v, %q, want tp_btf on sys_exit", ps.Type, ps.AttachType, ps.AttachTo)
 	}
-	if scratch != (StackArea{Off: -448, Size: 448}) {
-		t.Errorf("filter scratch %+v, want the 448 bytes above the record", scratch)
-	}
 	got := lines(ps.Instructions)
 	for _, frag := range []string{
-		"LdXMemDW dst: r2 src: r1 off: 120 imm: 0\nLShImm dst: r2 imm: 32\nArShImm dst: r2 imm: 32\nStXMemDW dst: rfp src: r2 off: -504 imm: 0",
-		"OrImm dst: r1 imm: 442\nStXMemDW dst: rfp src: r1 off: -512 imm: 0\nMovReg dst: r6 src: rfp\nAddImm dst: r6 imm: -512",
+		"LdXMemDW dst: r2 src: r1 off: 120 imm: 0\nLShImm dst: r2 imm: 32\nArShImm dst: r2 imm: 32\nStXMemDW dst: rfp src: r2 off: -72 imm: 0",
+		"OrImm dst: r1 imm: 442\nStXMemDW dst: rfp src: r1 off: -80 imm: 0\nMovReg dst: r6 src: rfp\nAddImm dst: r6 imm: -80",
 		"LdXMemDW dst: r0 src: r6 off: 16 imm: 0", // the key, ret, read from the record
 	} {
 		if !strings.Contains(got, frag) {
@@ -107,9 +103,11 @@ func TestSyscallGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enterRec := Recorder{Prog: SysEnterProgName, RawTracepoint: "sys_enter", Group: true}
-	exitRec := Recorder{Prog: SysExitProgName, RawTracepoint: "sys_exit", Group: true}
-	want := []Recorder{enterRec, exitRec, enterRec, {Prog: RecordProgName(3)}, {Prog: RecordProgName(4)}}
+	enterRec := Recorder{Prog: SysEnterProgName, Point: attach.Point{Kind: attach.TpBTF, Target: "sys_enter"}, Group: true}
+	exitRec := Recorder{Prog: SysExitProgName, Point: attach.Point{Kind: attach.TpBTF, Target: "sys_exit"}, Group: true}
+	want := []Recorder{enterRec, exitRec, enterRec,
+		{Prog: RecordProgName(0), Point: attach.TracepointAt("syscalls", "sys_enter_write")},
+		{Prog: RecordProgName(1), Point: attach.TracepointAt("syscalls", "sys_enter_openat")}}
 	for i := range s.Events {
 		w := enterRec
 		switch {
@@ -121,9 +119,9 @@ func TestSyscallGroups(t *testing.T) {
 		if got := p.Recorders[i]; got != w {
 			t.Errorf("Recorders[%d] = %+v, want %+v", i, got, w)
 		}
-		if w.Group && p.Collection.Programs[RecordProgName(i)] != nil {
-			t.Errorf("grouped event %d has a program of its own", i)
-		}
+	}
+	if p.Collection.Programs[RecordProgName(2)] != nil {
+		t.Errorf("grouped events have programs of their own")
 	}
 	ids := p.Collection.Maps[sysEnterMapName]
 	if ids == nil || ids.Type != ebpf.Array || ids.MaxEntries != 258 || len(ids.Contents) != minGroup ||
@@ -174,7 +172,7 @@ func TestSyscallGroups(t *testing.T) {
 		if p, err = Record(spec); err != nil {
 			t.Fatal(err)
 		}
-		if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || p.Recorders[0] != (Recorder{Prog: RecordProgName(0)}) {
+		if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || p.Recorders[0] != (Recorder{Prog: RecordProgName(0), Point: attach.TracepointAt("syscalls", "sys_enter_openat")}) {
 			t.Errorf("%s: a syscall group for sys_enter", name)
 		}
 	}
@@ -220,7 +218,7 @@ func TestSyscallGroupFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{SysEnterProgName, SysEnterProgName, RecordProgName(2), RecordProgName(3), SysEnterProgName} {
+	for i, want := range []string{SysEnterProgName, SysEnterProgName, RecordProgName(0), RecordProgName(1), SysEnterProgName} {
 		if got := p.Recorders[i].Prog; got != want {
 			t.Errorf("Recorders[%d].Prog = %s, want %s", i, got, want)
 		}

@@ -9,12 +9,12 @@ import (
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
-// Source says where a key or value comes from.
-type Source int
+// KeySrc says where a key comes from.
+type KeySrc int
 
 // Sources of hist keys and values.
 const (
-	SrcField Source = iota // a field of the record
+	SrcField KeySrc = iota // a field of the record
 	SrcPID                 // the current task's pid (the kernel's common_pid)
 	SrcCPU                 // the CPU the event ran on (common_cpu)
 	SrcComm                // the current task's name (comm), 16 bytes
@@ -32,7 +32,7 @@ const (
 
 // KeySlot is one key in the hist map's key.
 type KeySlot struct {
-	Src     Source
+	Src     KeySrc
 	Field   *parse.Field // SrcField
 	Op      KeyOp
 	Buckets uint64 // OpBuckets: N > 0
@@ -47,22 +47,24 @@ type ValSlot struct {
 	Off   int // offset in the map value (>= 8)
 }
 
-// FilterEmitter appends code that jumps to miss when the event does not
-// pass, under the register contract of this package. It may use the stack
-// inside scratch.
-type FilterEmitter func(b *Builder, miss string, scratch StackArea) error
+// HistLayout is how a hist lays out its entries in the BPF hash map: the
+// bytes of the key, the value (hitcount, sums, saved comm) and the table's
+// size. It is pure data: the file engine fills the same layout in user
+// space.
+type HistLayout struct {
+	Keys       []KeySlot
+	KeySize    int
+	Vals       []ValSlot
+	ValueSize  int // hitcount + sums (+ comm)
+	CommOff    int // >= 0: save the task name here when an entry is created
+	MaxEntries int // the hist's size
+}
 
-// HistSpec describes a hist program for one tracepoint.
+// HistSpec describes a hist program for one event.
 type HistSpec struct {
-	Keys        []KeySlot
-	KeySize     int
-	Vals        []ValSlot
-	ValueSize   int           // hitcount + sums (+ comm)
-	CommOff     int           // >= 0: save the task name here when an entry is created
-	MaxEntries  int           // the hist's size
-	Filter      FilterEmitter // nil: every event counts
-	ExcludeTGID uint32        // events of this process are not counted (gtrace itself); 0: none
-	OnlyTGIDs   []uint32      // if not empty, only events of these processes count
+	HistLayout
+	Filter *parse.BoundFilter // nil: every event counts
+	Gate   Gate
 	// Direct, when not nil, puts the program on the raw tracepoint that
 	// DirectTracepoint names for Event, if any, building the record on
 	// the stack (see direct.go), when the key and value leave room for
@@ -75,16 +77,16 @@ type HistSpec struct {
 // s on, or "" when it is on the event's classic tracepoint.
 func HistTracepoint(s *HistSpec) string {
 	if d := histDirect(s); d != nil {
-		return d.tracepoint
+		return d.b.tracepoint
 	}
 	return ""
 }
 
-func histDirect(s *HistSpec) *directBuilder {
+func histDirect(s *HistSpec) *Direct {
 	if s.Direct == nil || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
 		return nil
 	}
-	return direct(s.Event)
+	return NewDirect(s.Event, s.Direct)
 }
 
 // Names of the objects in a hist collection.
@@ -118,71 +120,74 @@ type Program struct {
 	Recorders []Recorder
 }
 
-// Listing returns the assembly of every program, for --dry-run and for
-// verifier errors.
-func (p *Program) Listing() string {
-	var out string
-	for name, ps := range p.Collection.Programs {
-		out += fmt.Sprintf("%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)
+// Hist builds the collection (program, hist hash map, drop counter) for a
+// hist on an event.
+func Hist(s *HistSpec) (*Program, error) {
+	if s.Event == nil {
+		return nil, fmt.Errorf("hist: no event")
 	}
-	return out
+	var src Source = Tracepoint{}
+	if d := histDirect(s); d != nil {
+		src = d
+	}
+	c := NewCollection()
+	err := c.Add(&Prog{
+		Name:    HistProgName,
+		Source:  src,
+		Gate:    s.Gate,
+		Filter:  s.Filter,
+		ID:      EventID{Const: s.Event.ID},
+		Actions: []Action{NewHistAction(&s.HistLayout, HistMapName, DropsMapName)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Program{Collection: c.Spec()}, nil
 }
 
-// Hist builds the collection (program, hist hash map, drop counter) for a
-// hist on a tracepoint.
-func Hist(s *HistSpec) (*Program, error) {
+// HistAction counts an event in a hist's hash map: hitcount and sums of an
+// existing entry are added to atomically; a new key gets an entry, built
+// on the stack and inserted with BPF_NOEXIST, or, when the table is full,
+// the drop counter goes up.
+type HistAction struct {
+	Layout      *HistLayout
+	Map, Drops  string // the maps' names
+	hist, drops *ebpf.MapSpec
+}
+
+// NewHistAction returns the action of a hist laid out as l, with its maps
+// under the given names.
+func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
+	return &HistAction{
+		Layout: l, Map: hist, Drops: drops,
+		hist:  &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
+		drops: &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+	}
+}
+
+func (a *HistAction) stack() int            { return a.Layout.KeySize + a.Layout.ValueSize }
+func (a *HistAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.hist, a.drops} }
+
+// emit: R7 = &key, R8 = the entry's value. The value is built at the
+// bottom of the area, the key above it.
+func (a *HistAction) emit(b *Builder, f *Frame) error {
+	s := a.Layout
 	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
-		return nil, fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
+		return fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
 	}
 	if s.KeySize+s.ValueSize > maxStack {
-		return nil, fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
+		return fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
 	}
-	keyOff := -int16(s.KeySize)
-	valOff := keyOff - int16(s.ValueSize)
-	b := &Builder{}
-	out := b.Label("out")
-
-	b.Comment("R6 = ctx; R9 = pid_tgid")
-	b.Emit(
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.Mov.Reg(asm.R9, asm.R0),
-	)
-	if s.ExcludeTGID != 0 || len(s.OnlyTGIDs) > 0 {
-		b.Comment("process filter")
-		b.Emit(asm.RSh.Imm(asm.R0, 32))
-		if s.ExcludeTGID != 0 {
-			b.Emit(asm.JEq.Imm(asm.R0, int32(s.ExcludeTGID), out))
-		}
-		if len(s.OnlyTGIDs) > 0 {
-			ok := b.Label("pid_ok")
-			for _, p := range s.OnlyTGIDs {
-				b.Emit(asm.JEq.Imm(asm.R0, int32(p), ok))
-			}
-			b.Emit(asm.Ja.Label(out))
-			b.Mark(ok)
-		}
-	}
-	scratch := StackArea{Off: -maxStack, Size: maxStack}
-	d := histDirect(s)
-	if d != nil {
-		// The record lies at the bottom of the stack, below the
-		// value, the key and the filter's scratch area.
-		emitDirect(b, d, s.Direct, s.Event, -maxStack)
-		scratch = StackArea{Off: -maxStack + directRecordMax, Size: maxStack - directRecordMax}
-	}
-	if s.Filter != nil {
-		if err := s.Filter(b, out, scratch); err != nil {
-			return nil, err
-		}
-	}
+	valOff := f.Area.Off
+	keyOff := valOff + int16(s.ValueSize)
+	out := f.Next
 
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
 	for i := range s.Keys {
 		if err := emitKey(b, &s.Keys[i]); err != nil {
-			return nil, err
+			return err
 		}
 	}
 
@@ -191,7 +196,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	miss := b.Label("miss")
 	b.Comment("lookup")
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, miss),
@@ -228,7 +233,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	}
 	dropped := b.Label("dropped")
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Mov.Reg(asm.R3, asm.R10),
 		asm.Add.Imm(asm.R3, int32(valOff)),
@@ -239,7 +244,7 @@ func Hist(s *HistSpec) (*Program, error) {
 	)
 	b.Comment("another CPU inserted the key first")
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(HistMapName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.FnMapLookupElem.Call(),
 		asm.JNE.Imm(asm.R0, 0, hit),
@@ -248,46 +253,16 @@ func Hist(s *HistSpec) (*Program, error) {
 	b.Mark(dropped)
 	b.Comment("table full: dropped += 1")
 	b.Emit(
-		asm.StoreImm(asm.R10, -8, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(DropsMapName),
+		asm.StoreImm(asm.R10, keyOff, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Drops),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -8),
+		asm.Add.Imm(asm.R2, int32(keyOff)),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
 	)
-	b.Mark(out)
-	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-
-	ps := &ebpf.ProgramSpec{
-		Name:         HistProgName,
-		Type:         ebpf.TracePoint,
-		License:      "GPL",
-		Instructions: b.Instructions(),
-	}
-	if d != nil {
-		directSpec(ps, d.tracepoint)
-	}
-	return &Program{Collection: &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			HistMapName: {
-				Name:       HistMapName,
-				Type:       ebpf.Hash,
-				KeySize:    uint32(s.KeySize),
-				ValueSize:  uint32(s.ValueSize),
-				MaxEntries: uint32(s.MaxEntries),
-			},
-			DropsMapName: {
-				Name:       DropsMapName,
-				Type:       ebpf.Array,
-				KeySize:    4,
-				ValueSize:  8,
-				MaxEntries: 1,
-			},
-		},
-		Programs: map[string]*ebpf.ProgramSpec{HistProgName: ps},
-	}}, nil
+	return nil
 }
 
 // emitKey stores one key at R7+slot.Off. Clobbers R0-R5.

@@ -66,16 +66,18 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // Names of the objects in a record collection.
 const (
-	RingsMapName = "rings"       // ARRAY_OF_MAPS: CPU -> that CPU's RINGBUF
-	LostMapName  = "lost"        // mmapable ARRAY: CPU -> u64 events lost
-	BatchMapName = "batch"       // PERCPU_ARRAY: the batch being filled
-	CommsMapName = "comms"       // LRU_HASH: pid -> comm, at every context switch
-	CommProgName = "gtrace_comm" // the program that fills comms, on sched:sched_switch
+	RingsMapName  = "rings"       // ARRAY_OF_MAPS: CPU -> that CPU's RINGBUF
+	LostMapName   = "lost"        // mmapable ARRAY: CPU -> u64 events lost
+	BatchMapName  = "batch"       // PERCPU_ARRAY: the batch being filled
+	CommsMapName  = "comms"       // LRU_HASH: pid -> comm, at every context switch
+	CommProgName  = "gtrace_comm" // the program that fills comms, on sched:sched_switch
+	SwitchMapName = "off"         // mmapable ARRAY: non-zero switches every record program off
 )
 
 // SampleHeader is the size of a sample's header: timestamp and length.
@@ -176,9 +178,14 @@ type RecordSpec struct {
 	// fraction of a classic tracepoint program's cost. Loading them
 	// needs the kernel's BTF.
 	Direct *DirectOptions
+	// Shared makes the events without a filter whose records have the
+	// same layout share one program, attached at each event's
+	// tracepoint with the event's ID as the attach cookie (Linux >=
+	// 5.15): one load for many events.
+	Shared bool
 }
 
-// RecordProgName returns the name of the program of the i-th event.
+// RecordProgName returns the name of the i-th record program.
 func RecordProgName(i int) string { return fmt.Sprintf("gtrace_rec%d", i) }
 
 // RecordLayout returns the bytes of an event's fixed part (the end of its
@@ -209,26 +216,32 @@ func Record(s *RecordSpec) (*Program, error) {
 	if len(s.Events) == 0 {
 		return nil, fmt.Errorf("record: no events")
 	}
-	coll := &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			RingsMapName: {
-				Name:       RingsMapName,
-				Type:       ebpf.ArrayOfMaps,
-				KeySize:    4,
-				ValueSize:  4,
-				MaxEntries: uint32(s.CPUs),
-				InnerMap:   &ebpf.MapSpec{Name: "ring", Type: ebpf.RingBuf, MaxEntries: uint32(s.RingSize)},
-			},
-			LostMapName: {
-				Name:       LostMapName,
-				Type:       ebpf.Array,
-				KeySize:    4,
-				ValueSize:  8,
-				MaxEntries: uint32(s.CPUs),
-				Flags:      mapMmapable,
-			},
+	c := NewCollection()
+	shared := []*ebpf.MapSpec{
+		{
+			Name:       RingsMapName,
+			Type:       ebpf.ArrayOfMaps,
+			KeySize:    4,
+			ValueSize:  4,
+			MaxEntries: uint32(s.CPUs),
+			InnerMap:   &ebpf.MapSpec{Name: "ring", Type: ebpf.RingBuf, MaxEntries: uint32(s.RingSize)},
 		},
-		Programs: map[string]*ebpf.ProgramSpec{},
+		{
+			Name:       LostMapName,
+			Type:       ebpf.Array,
+			KeySize:    4,
+			ValueSize:  8,
+			MaxEntries: uint32(s.CPUs),
+			Flags:      mapMmapable,
+		},
+		{
+			Name:       BatchMapName,
+			Type:       ebpf.PerCPUArray,
+			KeySize:    4,
+			ValueSize:  BatchHeader + BatchData,
+			MaxEntries: 1,
+		},
+		SwitchMap(SwitchMapName),
 	}
 	if s.MaxRecord+SampleHeader > BatchData {
 		return nil, fmt.Errorf("record layout: longest record %d bytes, a batch holds %d", s.MaxRecord, BatchData-SampleHeader)
@@ -236,47 +249,79 @@ func Record(s *RecordSpec) (*Program, error) {
 	if s.RingSize < 2*(BatchHeader+BatchData) {
 		return nil, fmt.Errorf("record layout: a ring of %d bytes holds less than two batches of %d", s.RingSize, BatchHeader+BatchData)
 	}
-	coll.Maps[BatchMapName] = &ebpf.MapSpec{
-		Name:       BatchMapName,
-		Type:       ebpf.PerCPUArray,
-		KeySize:    4,
-		ValueSize:  BatchHeader + BatchData,
-		MaxEntries: 1,
-	}
-	in, filters := groups(s)
-	if err := addSyscallGroups(s, in, filters, coll); err != nil {
-		return nil, err
-	}
-	recorders := make([]Recorder, len(s.Events))
-	for i, ev := range s.Events {
-		if g := in[i]; g != nil {
-			recorders[i] = Recorder{Prog: g.prog, RawTracepoint: g.tracepoint, Group: true}
-			continue
-		}
-		var d *directBuilder
-		if s.Direct != nil {
-			d = direct(ev.Format)
-		}
-		insns, err := recordProgram(s, ev, d)
-		if err != nil {
+	for _, m := range shared {
+		if err := c.AddMap(m); err != nil {
 			return nil, err
 		}
-		name := RecordProgName(i)
-		ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
-		recorders[i] = Recorder{Prog: name}
-		if d != nil {
-			directSpec(ps, d.tracepoint)
-			recorders[i].RawTracepoint = d.tracepoint
+	}
+	in, filters := groups(s)
+	if err := addSyscallGroups(s, in, filters, c); err != nil {
+		return nil, err
+	}
+	gate := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs, Switch: SwitchMapName}
+	recorders := make([]Recorder, len(s.Events))
+	byShape := map[string]*Prog{} // shareable programs by the layout of their records
+	byName := map[string]*Prog{}
+	var order []*Prog
+	for i, ev := range s.Events {
+		f := ev.Format
+		if g := in[i]; g != nil {
+			recorders[i] = Recorder{Prog: g.prog, Point: attach.Point{Kind: attach.TpBTF, Target: g.tracepoint}, Group: true}
+			continue
 		}
-		coll.Programs[name] = ps
+		if err := checkRecord(s, f); err != nil {
+			return nil, err
+		}
+		var src Source = Tracepoint{}
+		if d := NewDirect(f, s.Direct); d != nil {
+			src = d
+		}
+		shape := ""
+		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil {
+			shape = recordShape(f)
+		}
+		recorders[i] = Recorder{Point: src.Point(f)}
+		recorders[i].Point.Cookie = uint64(f.ID)
+		if p := byShape[shape]; shape != "" && p != nil {
+			// Another event of this layout has a program: share it.
+			p.ID = EventID{Cookie: true}
+			recorders[i].Prog = p.Name
+			continue
+		}
+		p := &Prog{
+			Name:    RecordProgName(len(order)),
+			Source:  src,
+			Gate:    gate,
+			Filter:  ev.Filter,
+			ID:      EventID{Const: f.ID},
+			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, shared: shared}},
+		}
+		if shape != "" {
+			byShape[shape] = p
+		}
+		byName[p.Name] = p
+		order = append(order, p)
+		recorders[i].Prog = p.Name
+	}
+	for _, p := range order {
+		if err := c.Add(p); err != nil {
+			return nil, err
+		}
+	}
+	for i := range recorders {
+		if p := byName[recorders[i].Prog]; p != nil && !p.ID.Cookie {
+			recorders[i].Point.Cookie = 0 // the program's own event
+		}
 	}
 	if s.CommEntries > 0 {
-		coll.Maps[CommsMapName] = &ebpf.MapSpec{
+		if err := c.AddMap(&ebpf.MapSpec{
 			Name:       CommsMapName,
 			Type:       ebpf.LRUHash,
 			KeySize:    4,
 			ValueSize:  CommLen,
 			MaxEntries: uint32(s.CommEntries),
+		}); err != nil {
+			return nil, err
 		}
 		ps := &ebpf.ProgramSpec{Name: CommProgName, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
 		if s.Direct != nil {
@@ -284,69 +329,92 @@ func Record(s *RecordSpec) (*Program, error) {
 			// needs no perf event of its own.
 			directSpec(ps, "sched_switch")
 		}
-		coll.Programs[CommProgName] = ps
+		if err := c.AddSpec(ps); err != nil {
+			return nil, err
+		}
 	}
-	return &Program{Collection: coll, Recorders: recorders}, nil
+	return &Program{Collection: c.Spec(), Recorders: recorders}, nil
 }
 
-// Recorder is the program that records an event.
-type Recorder struct {
-	Prog          string // the program's name in the collection
-	RawTracepoint string // the raw tracepoint it runs on; "" for the event's classic tracepoint
-	Group         bool   // it records other syscalls events too (see syscalls.go)
+// recordShape is what the record programs of two events must have alike
+// to be one program: the fixed part's length and the dynamic fields.
+func recordShape(f *parse.Format) string {
+	fixed, dynamic := RecordLayout(f)
+	shape := fmt.Sprint(fixed)
+	for _, d := range dynamic {
+		shape += fmt.Sprintf(",%d:%d", d.Offset, d.Class)
+	}
+	return shape
 }
+
+// checkRecord checks that gtrace can record an event of format f.
+func checkRecord(s *RecordSpec, f *parse.Format) error {
+	fixed, _ := RecordLayout(f)
+	if fixed < 8 {
+		return fmt.Errorf("event %s: format has no fields past the common ones' 8 bytes", f.FullName())
+	}
+	if fixed > s.MaxRecord {
+		return fmt.Errorf("event %s: its fields take %d bytes, more than a record may (%d)", f.FullName(), fixed, s.MaxRecord)
+	}
+	if f.ID <= 0 || f.ID > 0xffff {
+		return fmt.Errorf("event %s: format ID %d does not fit common_type", f.FullName(), f.ID)
+	}
+	return nil
+}
+
+// Recorder is the program that records an event, and where it is
+// attached for it.
+type Recorder struct {
+	Prog  string       // the program's name in the collection
+	Point attach.Point // where it runs for the event; a shared program's cookie is the event's ID
+	Group bool         // it records other syscalls events too (see syscalls.go)
+}
+
+// Shared reports whether the recorder's program records other events of
+// the same layout too, told apart by the attach cookie.
+func (r Recorder) Shared() bool { return r.Point.Cookie != 0 }
 
 // mapMmapable is BPF_F_MMAPABLE: user space reads the lost counters from
 // memory, without a system call.
 const mapMmapable = 1 << 10
 
-// recordProgram generates the program of one event: on its classic
-// tracepoint, or built directly on a raw tracepoint when s.Direct and
-// gtrace knows how (d is then not nil).
-func recordProgram(s *RecordSpec, ev RecordEvent, d *directBuilder) (asm.Instructions, error) {
-	f := ev.Format
-	fixed, dynamic := RecordLayout(f)
-	if fixed < 8 {
-		return nil, fmt.Errorf("event %s: format has no fields past the common ones' 8 bytes", f.FullName())
-	}
-	if fixed > s.MaxRecord {
-		return nil, fmt.Errorf("event %s: its fields take %d bytes, more than a record may (%d)", f.FullName(), fixed, s.MaxRecord)
-	}
-	if f.ID <= 0 || f.ID > 0xffff {
-		return nil, fmt.Errorf("event %s: format ID %d does not fit common_type", f.FullName(), f.ID)
-	}
-	b := &Builder{}
-	out := b.Label("out")
-	done := b.Label("done")
+// RecordAction copies the event's record, stamped with the time, into the
+// batch of the CPU it runs on (see the top of this file).
+type RecordAction struct {
+	Format    *parse.Format // the layout of the records: their fixed part and dynamic fields
+	Clock     Clock
+	MaxRecord int
+	shared    []*ebpf.MapSpec
+}
 
-	b.Comment("record %s: R6 = ctx; R9 = pid_tgid", f.FullName())
-	b.Emit(
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.Mov.Reg(asm.R9, asm.R0),
-	)
-	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
-	if d != nil {
-		emitDirect(b, d, s.Direct, f, recSlot)
-	}
-	if ev.Filter != nil {
-		if err := EmitFilter(b, ev.Filter, out, StackArea{Off: -maxStack, Size: maxStack + recSlot}); err != nil {
-			return nil, err
-		}
-	}
+func (a *RecordAction) stack() int            { return 8 }
+func (a *RecordAction) maps() []*ebpf.MapSpec { return a.shared }
+
+// emit: R7 = the timestamp, then the sample; R8 = the batch. The area
+// holds the u32 key of map lookups.
+func (a *RecordAction) emit(b *Builder, fr *Frame) error {
+	f := a.Format
+	fixed, dynamic := RecordLayout(f)
+	key := fr.Area.Off + 4
+	done := b.Label("done")
 	// The most a sample of this event takes.
 	most := SampleHeader + (fixed+7)&^7
 	if len(dynamic) > 0 {
-		most = SampleHeader + s.MaxRecord
+		most = SampleHeader + a.MaxRecord
 	}
-	emitBatch(b, s.Clock, BatchData-most, out, done)
+	emitBatch(b, a.Clock, BatchData-most, key, fr.Out, done)
 	if len(dynamic) == 0 {
-		emitFixed(b, f, fixed)
+		emitFixed(b, fr.ID, fixed)
 	} else {
-		emitDynamic(b, s, f, fixed, dynamic)
+		emitDynamic(b, a.MaxRecord, fr.ID, fixed, dynamic)
 	}
-	emitEnd(b, done, out)
-	return b.Instructions(), nil
+	b.Mark(done)
+	b.Comment("the batch is free again")
+	b.Emit(storeImm64(asm.R8, busyOff, 0))
+	if fr.Next != fr.Out {
+		b.Emit(asm.Ja.Label(fr.Next))
+	}
+	return nil
 }
 
 // emitEnd ends a record program: done frees the batch, out returns 0.
@@ -358,43 +426,22 @@ func emitEnd(b *Builder, done, out string) {
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 }
 
-// emitTGIDFilter jumps to out for the excluded process and, given a list,
-// for processes not in it. R9 holds pid_tgid. Clobbers R0.
-func emitTGIDFilter(b *Builder, exclude uint32, only []uint32, out string) {
-	if exclude == 0 && len(only) == 0 {
-		return
-	}
-	b.Comment("process filter")
-	b.Emit(asm.Mov.Reg(asm.R0, asm.R9), asm.RSh.Imm(asm.R0, 32))
-	if exclude != 0 {
-		b.Emit(asm.JEq.Imm(asm.R0, int32(exclude), out))
-	}
-	if len(only) > 0 {
-		ok := b.Label("pid_ok")
-		for _, p := range only {
-			b.Emit(asm.JEq.Imm(asm.R0, int32(p), ok))
-		}
-		b.Emit(asm.Ja.Label(out))
-		b.Mark(ok)
-	}
-}
-
-// emitCPUKey stores bpf_get_smp_processor_id() in the key slot. Clobbers
-// R0-R5.
-func emitCPUKey(b *Builder) {
+// emitCPUKey stores bpf_get_smp_processor_id() in the key slot at
+// R10+key. Clobbers R0-R5.
+func emitCPUKey(b *Builder, key int16) {
 	b.Emit(
 		asm.FnGetSmpProcessorId.Call(),
-		asm.StoreMem(asm.R10, keySlot, asm.R0, asm.Word),
+		asm.StoreMem(asm.R10, key, asm.R0, asm.Word),
 	)
 }
 
 // emitLookup calls bpf_map_lookup_elem on the named map with the u32 key
-// in the key slot. Clobbers R0-R5.
-func emitLookup(b *Builder, name string) {
+// at R10+key. Clobbers R0-R5.
+func emitLookup(b *Builder, name string, key int16) {
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(name),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, keySlot),
+		asm.Add.Imm(asm.R2, int32(key)),
 		asm.FnMapLookupElem.Call(),
 	)
 }
@@ -406,7 +453,7 @@ func emitLookup(b *Builder, name string) {
 // when the ring is full, and empties it. Jumps to out if the batch cannot
 // be had or is busy (the event is then counted lost), and to done, which
 // frees the batch, if it gives up later.
-func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
+func emitBatch(b *Builder, clock Clock, limit int, key int16, out, done string) {
 	flush := b.Label("flush")
 	dropped := b.Label("dropped")
 	reset := b.Label("reset")
@@ -414,8 +461,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	appendTo := b.Label("append")
 	nested := b.Label("nested")
 	b.Comment("R8 = this CPU's batch")
-	b.Emit(asm.StoreImm(asm.R10, keySlot, 0, asm.Word))
-	emitLookup(b, BatchMapName)
+	b.Emit(asm.StoreImm(asm.R10, key, 0, asm.Word))
+	emitLookup(b, BatchMapName, key)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Reg(asm.R8, asm.R0),
@@ -443,8 +490,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	)
 	b.Mark(flush)
 	b.Comment("write the batch to this CPU's ring")
-	emitCPUKey(b)
-	emitLookup(b, RingsMapName)
+	emitCPUKey(b, key)
+	emitLookup(b, RingsMapName, key)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, dropped),
 		asm.Mov.Reg(asm.R1, asm.R0),
@@ -458,7 +505,7 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	)
 	b.Mark(dropped)
 	b.Comment("the ring is full: lost[cpu] += count")
-	emitLookup(b, LostMapName)
+	emitLookup(b, LostMapName, key)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, reset),
 		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
@@ -483,8 +530,8 @@ func emitBatch(b *Builder, clock Clock, limit int, out, done string) {
 	b.Emit(asm.Ja.Label(after))
 	b.Mark(nested)
 	b.Comment("lost[cpu] += 1")
-	emitCPUKey(b)
-	emitLookup(b, LostMapName)
+	emitCPUKey(b, key)
+	emitLookup(b, LostMapName, key)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Imm(asm.R1, 1),
@@ -507,20 +554,29 @@ func emitCount(b *Builder) {
 }
 
 // emitCommon overwrites the record's first 8 bytes at base+off with
-// common_type = id, flags and preempt_count 0, common_pid = the current
-// pid (R9's low half). Clobbers R1.
-func emitCommon(b *Builder, base asm.Register, off int16, id int) {
-	b.Comment("common_type = %d, common_pid = pid", id)
+// common_type = the event's ID, flags and preempt_count 0, common_pid =
+// the current pid (R9's low half). Clobbers R1, R2.
+func emitCommon(b *Builder, base asm.Register, off int16, id EventID) {
+	if id.Cookie {
+		b.Comment("common_type = the cookie's ID, common_pid = pid")
+	} else {
+		b.Comment("common_type = %d, common_pid = pid", id.Const)
+	}
 	b.Emit(
 		asm.Mov.Reg(asm.R1, asm.R9),
 		asm.LSh.Imm(asm.R1, 32),
-		asm.Or.Imm(asm.R1, int32(id)),
-		asm.StoreMem(base, off, asm.R1, asm.DWord),
 	)
+	if id.Cookie {
+		id.load(b, asm.R2)
+		b.Emit(asm.And.Imm(asm.R2, 0xffff), asm.Or.Reg(asm.R1, asm.R2))
+	} else {
+		b.Emit(asm.Or.Imm(asm.R1, int32(id.Const)))
+	}
+	b.Emit(asm.StoreMem(base, off, asm.R1, asm.DWord))
 }
 
 // emitFixed fills the sample at R7 with a record of constant length.
-func emitFixed(b *Builder, f *parse.Format, fixed int) {
+func emitFixed(b *Builder, id EventID, fixed int) {
 	b.Emit(storeImm64(asm.R7, 8, int32(fixed)))
 	if fixed <= maxDirectCopy {
 		// Loads from ctx cost a cycle or two where bpf_probe_read_kernel
@@ -550,7 +606,7 @@ func emitFixed(b *Builder, f *parse.Format, fixed int) {
 			asm.FnProbeReadKernel.Call(),
 		)
 	}
-	emitCommon(b, asm.R7, SampleHeader, f.ID)
+	emitCommon(b, asm.R7, SampleHeader, id)
 	b.Emit(asm.Mov.Imm(asm.R1, int32(SampleHeader+(fixed+7)&^7)))
 	emitCount(b)
 }
@@ -558,8 +614,8 @@ func emitFixed(b *Builder, f *parse.Format, fixed int) {
 // emitDynamic fills the sample at R7 with a record that has dynamic
 // fields: it measures the record from their __data_loc/__rel_loc words,
 // caps it at the longest record, and copies it.
-func emitDynamic(b *Builder, s *RecordSpec, f *parse.Format, fixed int, dynamic []*parse.Field) {
-	emitCommon(b, asm.R7, SampleHeader, f.ID)
+func emitDynamic(b *Builder, maxRecord int, id EventID, fixed int, dynamic []*parse.Field) {
+	emitCommon(b, asm.R7, SampleHeader, id)
 	b.Comment("R9 = record length: %d, or the end of the furthest dynamic field", fixed)
 	b.Emit(asm.Mov.Imm(asm.R9, int32(fixed)))
 	for _, d := range dynamic {
@@ -574,10 +630,10 @@ func emitDynamic(b *Builder, s *RecordSpec, f *parse.Format, fixed int, dynamic 
 	}
 	short := b.Label("fits")
 	long := b.Label("long_enough")
-	b.Comment("at least %d and at most %d bytes", fixed, s.MaxRecord)
+	b.Comment("at least %d and at most %d bytes", fixed, maxRecord)
 	b.Emit(
-		asm.JLE.Imm(asm.R9, int32(s.MaxRecord), short),
-		asm.Mov.Imm(asm.R9, int32(s.MaxRecord)),
+		asm.JLE.Imm(asm.R9, int32(maxRecord), short),
+		asm.Mov.Imm(asm.R9, int32(maxRecord)),
 	)
 	b.Mark(short)
 	b.Emit(

@@ -63,7 +63,7 @@ func TestRecordFixed(t *testing.T) {
 	}
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
 	calls := helperCalls(insns)
-	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem"
+	want := "map_lookup_elem get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem"
 	if calls != want {
 		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
 	}
@@ -151,7 +151,7 @@ func TestRecordDynamic(t *testing.T) {
 		t.Fatal(err)
 	}
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
-	want := "get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem probe_read_kernel"
+	want := "map_lookup_elem get_current_pid_tgid map_lookup_elem ktime_get_ns get_smp_processor_id map_lookup_elem ringbuf_output map_lookup_elem get_smp_processor_id map_lookup_elem probe_read_kernel"
 	if calls := helperCalls(insns); calls != want {
 		t.Errorf("helper calls:\n%s\nwant\n%s", calls, want)
 	}
@@ -194,7 +194,7 @@ func TestRecordProcessesFilterClock(t *testing.T) {
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
 	got := lines(insns)
 	for _, frag := range []string{
-		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_3>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_3>\nJa off: -1 <out_1>",
+		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_2>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_2>\nJa off: -1 <out_1>",
 		"JNEImm dst: r0 off: -1 imm: 110 <out_1>",
 		"Call FnKtimeGetBootNs",
 	} {
@@ -333,7 +333,7 @@ func TestRecordDirect(t *testing.T) {
 	got := lines(p.Collection.Programs[RecordProgName(0)].Instructions)
 	for _, frag := range []string{
 		// the i386 check on regs->cs, then id from the second argument
-		"LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -64 imm: 0",
+		"LdXMemDW dst: r1 src: r6 off: 0 imm: 0\nLdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_2>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0\nStXMemDW dst: rfp src: r2 off: -64 imm: 0",
 		// x86-64: di, si, dx, r10, r8, r9
 		"LdXMemDW dst: r2 src: r1 off: 112 imm: 0\nStXMemDW dst: rfp src: r2 off: -56 imm: 0\nLdXMemDW dst: r2 src: r1 off: 104 imm: 0\nStXMemDW dst: rfp src: r2 off: -48 imm: 0\nLdXMemDW dst: r2 src: r1 off: 96 imm: 0\nStXMemDW dst: rfp src: r2 off: -40 imm: 0\nLdXMemDW dst: r2 src: r1 off: 56 imm: 0\nStXMemDW dst: rfp src: r2 off: -32 imm: 0\nLdXMemDW dst: r2 src: r1 off: 72 imm: 0\nStXMemDW dst: rfp src: r2 off: -24 imm: 0\nLdXMemDW dst: r2 src: r1 off: 64 imm: 0\nStXMemDW dst: rfp src: r2 off: -16 imm: 0",
 		// i386: bx, cx, dx, si, di, bp
@@ -363,7 +363,7 @@ func TestRecordDirect(t *testing.T) {
 	got = lines(p.Collection.Programs[RecordProgName(0)].Instructions)
 	// The code segment first, then regs->cx == regs->ip (the syscall
 	// instruction), and the task's status only when neither tells.
-	frag = "LdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_3>\nLdXMemDW dst: r2 src: r1 off: 88 imm: 0\nLdXMemDW dst: r3 src: r1 off: 128 imm: 0\nJEqReg dst: r2 off: -1 src: r3 <syscall64_5>\nCall FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <ia32_3>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0"
+	frag = "LdXMemH dst: r2 src: r1 off: 136 imm: 0\nJEqImm dst: r2 off: -1 imm: 35 <ia32_2>\nLdXMemDW dst: r2 src: r1 off: 88 imm: 0\nLdXMemDW dst: r3 src: r1 off: 128 imm: 0\nJEqReg dst: r2 off: -1 src: r3 <syscall64_4>\nCall FnGetCurrentTaskBtf\nLdXMemW dst: r2 src: r0 off: 16 imm: 0\nLdXMemDW dst: r1 src: r6 off: 0 imm: 0\nJSetImm dst: r2 off: -1 imm: 2 <ia32_2>\nLdXMemDW dst: r2 src: r6 off: 8 imm: 0"
 	if !strings.Contains(got, frag) {
 		t.Errorf("sys_enter program with TaskStatusOff lacks\n%s\nin\n%s", frag, got)
 	}

@@ -160,7 +160,7 @@ func syscallLayout(f *parse.Format) *syscallGroup {
 
 // addSyscallGroups adds the group programs and maps for the events of s
 // that in groups records.
-func addSyscallGroups(s *RecordSpec, in []*syscallGroup, filters map[*syscallGroup]*parse.BoundFilter, coll *ebpf.CollectionSpec) error {
+func addSyscallGroups(s *RecordSpec, in []*syscallGroup, filters map[*syscallGroup]*parse.BoundFilter, c *Collection) error {
 	for _, g := range []*syscallGroup{sysEnterGroup, sysExitGroup} {
 		var kvs []ebpf.MapKV
 		maxNr := uint32(0)
@@ -179,13 +179,16 @@ func addSyscallGroups(s *RecordSpec, in []*syscallGroup, filters map[*syscallGro
 		if len(kvs) == 0 {
 			continue
 		}
-		coll.Maps[g.ids] = &ebpf.MapSpec{
+		err := c.AddMap(&ebpf.MapSpec{
 			Name:       g.ids,
 			Type:       ebpf.Array,
 			KeySize:    4,
 			ValueSize:  8,
 			MaxEntries: maxNr + 1,
 			Contents:   kvs,
+		})
+		if err != nil {
+			return err
 		}
 		insns, err := syscallGroupProgram(s, g, maxNr, filters[g])
 		if err != nil {
@@ -193,7 +196,9 @@ func addSyscallGroups(s *RecordSpec, in []*syscallGroup, filters map[*syscallGro
 		}
 		ps := &ebpf.ProgramSpec{Name: g.prog, License: "GPL", Instructions: insns}
 		directSpec(ps, g.tracepoint)
-		coll.Programs[g.prog] = ps
+		if err := c.AddSpec(ps); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -241,6 +246,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 	done := b.Label("done")
 	// Other system calls leave first thing, as the kernel's bitmap of
 	// enabled syscalls events lets them.
+	emitSwitch(b, SwitchMapName, out)
 	b.Comment("syscall group %s: R6 = ctx", g.tracepoint)
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R1))
 	emitSyscallNr(b, g)
@@ -250,7 +256,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 		asm.StoreMem(asm.R10, recSlot+8, asm.R2, asm.DWord),
 		asm.StoreMem(asm.R10, keySlot, asm.R2, asm.Word),
 	)
-	emitLookup(b, g.ids)
+	emitLookup(b, g.ids, keySlot)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, out),
 		asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord),
@@ -262,7 +268,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R9, asm.R0),
 	)
-	emitTGIDFilter(b, s.ExcludeTGID, s.OnlyTGIDs, out)
+	emitGate(b, Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs}, out)
 	b.Comment("32-bit system calls have no syscalls events")
 	emitCompat(b, s.Direct, out)
 	emitSyscallFields(b, g, recSlot)
@@ -289,7 +295,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 		asm.Mov.Reg(asm.R9, asm.R3),
 		asm.RSh.Imm(asm.R9, 32),
 	)
-	emitBatch(b, s.Clock, BatchData-SampleHeader-directRecordMax, out, done)
+	emitBatch(b, s.Clock, BatchData-SampleHeader-directRecordMax, keySlot, out, done)
 	b.Comment("copy the record; its length is in R9")
 	for off := int16(0); off < directRecordMax; off += 8 {
 		b.Emit(

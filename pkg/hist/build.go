@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/syscalls"
@@ -29,9 +28,7 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 		if err := bf.ResolveFunctions(ksym.KernelFuncRange); err != nil {
 			return nil, spec.Locate(err)
 		}
-		o.Filter = func(b *bpfgen.Builder, miss string, scratch bpfgen.StackArea) error {
-			return bpfgen.EmitFilter(b, bf, miss, scratch)
-		}
+		o.Filter = bf
 	}
 	return Compile(p, f, o)
 }

@@ -140,7 +140,7 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 
 // fileRun is a hist resolved against one event of a trace.dat file.
 type fileRun struct {
-	c        *Compiled
+	plan     *Plan
 	id       uint16
 	filter   *parse.BoundFilter
 	keys     []fileKey
@@ -153,7 +153,7 @@ type fileRun struct {
 
 // fileKey is one key slot of the BPF layout and how to fill it.
 type fileKey struct {
-	src   bpfgen.Source
+	src   bpfgen.KeySrc
 	field *parse.Field
 	key   *Key
 	str   bool
@@ -167,7 +167,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	if err != nil {
 		return nil, err
 	}
-	r := &fileRun{id: uint16(fm.ID), cmdlines: cmdlines}
+	r := &fileRun{plan: p, id: uint16(fm.ID), cmdlines: cmdlines}
 	if spec.Filter != nil {
 		if r.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, fm); err != nil {
 			return nil, spec.Locate(err)
@@ -179,10 +179,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	}
 	// The layout of the BPF map: key bytes are built exactly as the
 	// program builds them, and entries decoded as the live path does.
-	if r.c, err = Compile(p, fm, LiveOptions{}); err != nil {
-		return nil, err
-	}
-	l := r.c.Layout
+	l := p.Layout
 	r.keySize = l.KeySize
 	for i, s := range l.Keys {
 		k := fileKey{src: s.Src, field: s.Field, key: &p.Keys[i], off: s.Off, size: s.Size, max: s.Size - 1}
@@ -211,7 +208,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 // at a time. It stops early when a new key finds the table full, with
 // full set, or when ctx is done.
 func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, workers int) (m *tracingmap.Map, lost uint64, full bool, err error) {
-	m = tracingmap.New(r.keySize, len(r.vals), r.c.Plan.Size)
+	m = tracingmap.New(r.keySize, len(r.vals), r.plan.Size)
 	var (
 		next   atomic.Int64
 		stop   atomic.Bool
@@ -258,7 +255,7 @@ func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, wo
 
 // sequential counts the records in the order of the merged timeline.
 func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*tracingmap.Map, uint64, error) {
-	m := tracingmap.New(r.keySize, len(r.vals), r.c.Plan.Size)
+	m := tracingmap.New(r.keySize, len(r.vals), r.plan.Size)
 	w := r.newWorker(m)
 	it := f.Records()
 	for n := 1; it.Next(); n++ {
@@ -282,8 +279,8 @@ func readErr(err error) error {
 // table turns the map into a Table, decoding entries as the live path
 // decodes the BPF map's.
 func (r *fileRun) table(m *tracingmap.Map, lost uint64) *Table {
-	l := r.c.Layout
-	t := &Table{Plan: r.c.Plan, Dropped: m.Drops(), Lost: lost}
+	l := r.plan.Layout
+	t := &Table{Plan: r.plan, Dropped: m.Drops(), Lost: lost}
 	val := make([]byte, l.ValueSize)
 	for _, e := range m.Entries() {
 		binary.LittleEndian.PutUint64(val, e.Sums[0])
@@ -295,7 +292,7 @@ func (r *fileRun) table(m *tracingmap.Map, lost uint64) *Table {
 			clear(comm)
 			copy(comm[:commLen], e.Comm)
 		}
-		t.Entries = append(t.Entries, r.c.decode(e.Key, val))
+		t.Entries = append(t.Entries, r.plan.decode(e.Key, val))
 	}
 	return t
 }

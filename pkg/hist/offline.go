@@ -20,7 +20,7 @@ type Offline struct {
 }
 
 type keySource struct {
-	src   bpfgen.Source
+	src   bpfgen.KeySrc
 	field *parse.Field
 	max   int // strings: the longest text the BPF key slot holds
 }
@@ -41,19 +41,15 @@ func NewOffline(spec *parse.HistSpec, f *parse.Format, funcs parse.FuncResolver)
 			return nil, spec.Locate(err)
 		}
 	}
-	// The same sources and string limits as Compile's BPF layout.
-	c, err := Compile(p, f, LiveOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range c.Layout.Keys {
+	// The same sources and string limits as the BPF layout.
+	for _, s := range p.Layout.Keys {
 		ks := keySource{src: s.Src, field: s.Field, max: s.Size - 1}
 		if s.Src == bpfgen.SrcField && s.Field.Class == parse.ClassString {
 			ks.max = min(ks.max, s.Field.Size)
 		}
 		o.keySrc = append(o.keySrc, ks)
 	}
-	for _, v := range c.Layout.Vals {
+	for _, v := range p.Layout.Vals {
 		o.valFlds = append(o.valFlds, v.Field)
 	}
 	o.keys = make([]KeyValue, len(o.keySrc))

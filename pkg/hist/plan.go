@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
@@ -40,7 +41,58 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 		}
 		p.Vals = append(p.Vals, Val{Spec: v})
 	}
+	p.Layout = layout(p, f)
 	return p, nil
+}
+
+// layout places the plan's keys and values in the bytes of a BPF hash
+// map's key and value, as the BPF program and the file engine fill them.
+func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
+	l := &bpfgen.HistLayout{MaxEntries: p.Size, CommOff: -1}
+	off := 0
+	for _, k := range p.Keys {
+		slot := bpfgen.KeySlot{Off: off, Size: 8}
+		switch k.Spec.Name {
+		case "common_pid":
+			slot.Src = bpfgen.SrcPID
+		case "common_cpu":
+			slot.Src = bpfgen.SrcCPU
+		default:
+			if fld := f.Field(k.Spec.Name); fld != nil {
+				slot.Src = bpfgen.SrcField
+				slot.Field = fld
+				if fld.Class.IsString() {
+					slot.Size = bpfgen.StringSlotSize(fld)
+				}
+			} else {
+				slot.Src = bpfgen.SrcComm
+				slot.Size = bpfgen.CommLen
+			}
+		}
+		switch k.Spec.Mod {
+		case parse.ModLog2:
+			slot.Op = bpfgen.OpLog2
+		case parse.ModBuckets:
+			slot.Op = bpfgen.OpBuckets
+			slot.Buckets = k.Spec.Buckets
+		case parse.ModExecname:
+			l.CommOff = 0 // placed below
+		}
+		l.Keys = append(l.Keys, slot)
+		off += slot.Size
+	}
+	l.KeySize = off
+	voff := 8
+	for _, v := range p.Vals {
+		l.Vals = append(l.Vals, bpfgen.ValSlot{Field: f.Field(v.Spec.Name), Off: voff})
+		voff += 8
+	}
+	if l.CommOff == 0 {
+		l.CommOff = voff
+		voff += bpfgen.CommLen
+	}
+	l.ValueSize = voff
+	return l
 }
 
 func fldClass(f *parse.Field) string {

@@ -1,6 +1,9 @@
 package hist
 
-import "github.com/gtrace/gtrace/pkg/parse"
+import (
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
 
 // KeyKind says how a key's value is held.
 type KeyKind int
@@ -32,6 +35,10 @@ type Plan struct {
 	Vals        []Val         // explicit values other than hitcount, in spec order
 	HitcountMod parse.HistMod // ModPercent or ModGraph when vals= lists hitcount.percent/.graph, else ModNone
 	Size        int           // effective table size (a power of two)
+	// Layout places the keys and values in the bytes of a table entry,
+	// as the BPF program and the file engine fill them; nil for plans
+	// made by hand (tests).
+	Layout *bpfgen.HistLayout
 }
 
 // KeyValue is the value of one key in an entry.

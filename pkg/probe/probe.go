@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -13,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 )
 
@@ -25,49 +27,130 @@ type Objects struct {
 	links []link.Link
 }
 
-// Load loads a collection. A verifier rejection is returned as an error
-// that VerifierTail can shorten; missing privileges wrap ErrPermission
-// with the capabilities to grant.
-func Load(spec *ebpf.CollectionSpec) (*Objects, error) {
+// Load loads a collection. A verifier rejection is returned as a
+// *LoadError that carries the verifier's log and the program listing;
+// missing privileges wrap ErrPermission with the capabilities to grant.
+func Load(p *bpfgen.Program) (*Objects, error) {
 	_ = rlimit.RemoveMemlock()
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+	coll, err := ebpf.NewCollectionWithOptions(p.Collection, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 16},
 	})
 	if err != nil {
-		return nil, explain("load BPF program", err)
+		err = explain("load BPF program", err)
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			err = &LoadError{Err: err, Listing: p.Listing()}
+		}
+		return nil, err
 	}
 	return &Objects{coll: coll}, nil
 }
 
-// AttachTracepoint attaches the named program to system:event: a
-// tracepoint program to the classic tracepoint, a tracing program (tp_btf)
-// to the raw tracepoint that it was loaded for.
-func (o *Objects) AttachTracepoint(prog, system, event string) error {
-	p := o.coll.Programs[prog]
-	if p == nil {
-		return fmt.Errorf("attach %s:%s: no program %q", system, event, prog)
+// LoadBest loads best and, if the kernel refuses it and there is a
+// fallback (generated up front: classic tracepoints instead of raw ones,
+// no attach cookies), the fallback. It returns the program it loaded.
+// Some kernels refuse tracing programs (lockdown, LSM policy) or lack
+// bpf_get_attach_cookie (Linux < 5.15): the fallback records and counts
+// the same events, at a higher cost per event.
+func LoadBest(best, fallback *bpfgen.Program) (*Objects, *bpfgen.Program, error) {
+	o, err := Load(best)
+	if err == nil || fallback == nil {
+		return o, best, err
+	}
+	o, ferr := Load(fallback)
+	if ferr != nil {
+		return nil, nil, errors.Join(err, ferr)
+	}
+	return o, fallback, nil
+}
+
+// LoadError is a program that the kernel's verifier refused.
+type LoadError struct {
+	Err     error
+	Listing string // the generated programs, as --dry-run prints them
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// VerifierTail returns the last n lines of the verifier's log.
+func (e *LoadError) VerifierTail(n int) string { return VerifierTail(e.Err, n) }
+
+// ProgramListing returns the listing of the refused programs.
+func (e *LoadError) ProgramListing() string { return e.Listing }
+
+// Attach attaches the named program at p: a tracepoint program to a
+// classic tracepoint (with p's cookie), a tracing program to the raw
+// tracepoint or function it was loaded for, a kprobe or uprobe program to
+// its function or instruction.
+func (o *Objects) Attach(prog string, p attach.Point) error {
+	pr := o.coll.Programs[prog]
+	if pr == nil {
+		return fmt.Errorf("attach %s: no program %q", p, prog)
 	}
 	var l link.Link
 	var err error
-	if p.Type() == ebpf.Tracing {
-		l, err = link.AttachTracing(link.TracingOptions{Program: p})
-	} else {
-		l, err = link.Tracepoint(system, event, p, nil)
+	switch p.Kind {
+	case attach.Tracepoint:
+		var opts *link.TracepointOptions
+		if p.Cookie != 0 {
+			opts = &link.TracepointOptions{Cookie: p.Cookie}
+		}
+		l, err = link.Tracepoint(p.System, p.Event, pr, opts)
+	case attach.TpBTF, attach.Fentry, attach.Fexit:
+		l, err = link.AttachTracing(link.TracingOptions{Program: pr, Cookie: p.Cookie})
+	case attach.RawTracepoint:
+		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.Target, Program: pr})
+	case attach.Kprobe, attach.Kretprobe:
+		opts := &link.KprobeOptions{Cookie: p.Cookie, Offset: p.Offset}
+		if p.Kind == attach.Kprobe {
+			l, err = link.Kprobe(p.Target, pr, opts)
+		} else {
+			l, err = link.Kretprobe(p.Target, pr, opts)
+		}
+	case attach.Uprobe, attach.Uretprobe:
+		var ex *link.Executable
+		if ex, err = link.OpenExecutable(p.Target); err == nil {
+			opts := &link.UprobeOptions{Cookie: p.Cookie, Offset: p.Offset}
+			if p.Symbol == "" {
+				opts.Address, opts.Offset = p.Offset, 0
+			}
+			if p.Kind == attach.Uprobe {
+				l, err = ex.Uprobe(p.Symbol, pr, opts)
+			} else {
+				l, err = ex.Uretprobe(p.Symbol, pr, opts)
+			}
+		}
+	default:
+		err = fmt.Errorf("unknown attach point kind %v", p.Kind)
 	}
 	if err != nil {
-		return explain(fmt.Sprintf("attach %s:%s", system, event), err)
+		return explain("attach "+p.String(), err)
 	}
 	o.links = append(o.links, l)
 	return nil
 }
 
-// HaveKernelBTF reports whether the kernel describes its types in BTF
+// AttachTracepoint attaches the named program to the classic tracepoint
+// system:event, or, for a tracing program, to the raw tracepoint that it
+// was loaded for.
+func (o *Objects) AttachTracepoint(prog, system, event string) error {
+	if p := o.coll.Programs[prog]; p != nil && p.Type() == ebpf.Tracing {
+		return o.Attach(prog, attach.Point{Kind: attach.TpBTF, Target: event})
+	}
+	return o.Attach(prog, attach.TracepointAt(system, event))
+}
+
+// haveKernelBTF reports whether the kernel describes its types in BTF
 // (CONFIG_DEBUG_INFO_BTF), which programs on BTF-enabled raw tracepoints
 // need.
-func HaveKernelBTF() bool {
+var haveKernelBTF = sync.OnceValue(func() bool {
 	_, err := os.Stat("/sys/kernel/btf/vmlinux")
 	return err == nil
-}
+})
+
+// HaveKernelBTF reports whether the kernel has BTF (CONFIG_DEBUG_INFO_BTF).
+func HaveKernelBTF() bool { return haveKernelBTF() }
 
 // Map returns a map of the collection by name, or nil.
 func (o *Objects) Map(name string) *ebpf.Map { return o.coll.Maps[name] }
@@ -215,8 +298,10 @@ func explain(action string, err error) error {
 // DirectOptions returns what programs built on BTF-enabled raw
 // tracepoints need to know of this kernel (see bpfgen.DirectOptions), or
 // nil when it has no BTF (CONFIG_DEBUG_INFO_BTF) and they cannot be
-// loaded.
-func DirectOptions() *bpfgen.DirectOptions {
+// loaded. It reads the kernel's BTF once.
+func DirectOptions() *bpfgen.DirectOptions { return directOptions() }
+
+var directOptions = sync.OnceValue(func() *bpfgen.DirectOptions {
 	if !HaveKernelBTF() {
 		return nil
 	}
@@ -241,7 +326,7 @@ func DirectOptions() *bpfgen.DirectOptions {
 		}
 	}
 	return o
-}
+})
 
 // btfSize returns the size of a type, or 0.
 func btfSize(t btf.Type) int {

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/bpfgen"
 )
 
 func TestPrivilegedVerifierTail(t *testing.T) {
@@ -18,7 +19,7 @@ func TestPrivilegedVerifierTail(t *testing.T) {
 		Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}, // R2 is not initialised
 	}}}
-	_, err := Load(spec)
+	_, err := Load(&bpfgen.Program{Collection: spec})
 	if err == nil {
 		t.Fatal("Load(bad program) = nil error")
 	}
@@ -37,7 +38,7 @@ func TestPrivilegedAttachUnknownTracepoint(t *testing.T) {
 		Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	}}}
-	o, err := Load(spec)
+	o, err := Load(&bpfgen.Program{Collection: spec})
 	if err != nil {
 		t.Fatal(err)
 	}

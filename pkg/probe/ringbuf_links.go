@@ -2,14 +2,18 @@ package probe
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"sync"
+
+	"github.com/gtrace/gtrace/pkg/launch"
 )
 
 // Detach closes every link of the collection at once, leaving the
 // programs and maps loaded. Closing the last BPF link of a tracepoint
 // waits for an RCU grace period; closed together, the links share grace
-// periods, so that a recording of hundreds of events stops in about the
-// time of one. Close still does the rest.
+// periods where the kernel lets them. Close still does the rest.
 func (o *Objects) Detach() error {
 	errs := make([]error, len(o.links))
 	var wg sync.WaitGroup
@@ -21,5 +25,60 @@ func (o *Objects) Detach() error {
 		}()
 	}
 	wg.Wait()
+	o.links = nil
 	return errors.Join(errs...)
+}
+
+// SwitchOff sets the u64 of the switch map named name (bpfgen.SwitchMap):
+// every program gated on it returns at once, from its next event on.
+func (o *Objects) SwitchOff(name string) error {
+	m := o.Map(name)
+	if m == nil {
+		return fmt.Errorf("switch off: no map %q", name)
+	}
+	if err := m.Put(uint32(0), uint64(1)); err != nil {
+		return fmt.Errorf("switch off: %w", err)
+	}
+	return nil
+}
+
+// DetachLater hands the collection's links to a process that closes them
+// once gtrace has exited (launch.Hold), so that the kernel's teardown of
+// hundreds of tracepoints, ~30 ms each, does not keep the user waiting.
+// Call it once the programs no longer record anything (SwitchOff); Close
+// then returns at once. If the links cannot be handed off, they are
+// closed here.
+func (o *Objects) DetachLater() error {
+	if len(o.links) < minHandoff {
+		return o.Detach()
+	}
+	if err := launch.Hold(kernelObjectFDs()); err != nil {
+		return errors.Join(err, o.Detach())
+	}
+	return nil
+}
+
+// minHandoff is the fewest links worth a holder process: closing a few
+// takes less time than starting one.
+const minHandoff = 8
+
+// kernelObjectFDs returns this process's descriptors of BPF links and
+// perf events: the objects whose release detaches programs.
+func kernelObjectFDs() []int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		switch target, _ := os.Readlink("/proc/self/fd/" + e.Name()); target {
+		case "anon_inode:bpf_link", "anon_inode:[perf_event]":
+			fds = append(fds, fd)
+		}
+	}
+	return fds
 }

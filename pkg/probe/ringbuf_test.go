@@ -127,7 +127,7 @@ func loadRecorder(t *testing.T, ringSize int, all bool, events ...string) (*Obje
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := Load(prog.Collection)
+	o, err := Load(prog)
 	if err != nil {
 		t.Fatalf("%v\n%s", VerifierTail(err, 20), prog.Listing())
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -67,7 +68,10 @@ type Plan struct {
 	RingSize int   // bytes of each CPU's ring
 	PageSize int   // bytes of a ring-buffer page in the file
 	Program  *bpfgen.Program
-	spec     *bpfgen.RecordSpec // what Program was generated from
+	// Fallback, when Program has programs on raw tracepoints or shared
+	// by several events, puts every event on a program of its own on its
+	// classic tracepoint: for kernels that refuse the first.
+	Fallback *bpfgen.Program
 	// Warnings are legal filter constructs that are probably mistakes.
 	Warnings []*parse.Error
 }
@@ -158,7 +162,10 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		ExcludeTGID: uint32(os.Getpid()),
 	}
 	if !o.Classic {
-		spec.Direct = probe.DirectOptions()
+		spec.Shared = true
+		if needDirect(p.Events) {
+			spec.Direct = probe.DirectOptions()
+		}
 	}
 	for _, pid := range o.PIDs {
 		if pid <= 0 {
@@ -176,34 +183,36 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	if p.Program, err = bpfgen.Record(spec); err != nil {
 		return nil, err
 	}
-	p.spec = spec
+	if spec.Direct != nil || spec.Shared {
+		classic := *spec
+		classic.Direct, classic.Shared = nil, false
+		if p.Fallback, err = bpfgen.Record(&classic); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
-// program returns the name of the program that records the i-th event.
-func (p *Plan) program(i int) string { return p.Program.Recorders[i].Prog }
-
-// direct reports whether some event's program is on a raw tracepoint.
-func (p *Plan) direct() bool {
-	for _, r := range p.Program.Recorders {
-		if r.RawTracepoint != "" {
+// needDirect reports whether some event could be recorded on a raw
+// tracepoint, which needs the kernel's BTF read.
+func needDirect(evs []*Event) bool {
+	for _, ev := range evs {
+		f := ev.Format
+		if bpfgen.DirectTracepoint(f) != "" || (f.System == "syscalls" && runtime.GOARCH == "amd64") {
 			return true
 		}
 	}
 	return false
 }
 
-// classic generates the programs again, every one on its classic
-// tracepoint: for a kernel that refuses programs on raw tracepoints.
-func (p *Plan) classic() error {
-	spec := *p.spec
-	spec.Direct = nil
-	prog, err := bpfgen.Record(&spec)
-	if err != nil {
-		return err
+// direct reports whether some event's program is on a raw tracepoint.
+func (p *Plan) direct() bool {
+	for _, r := range p.Program.Recorders {
+		if r.Point.Kind != attach.Tracepoint {
+			return true
+		}
 	}
-	p.Program, p.spec = prog, &spec
-	return nil
+	return false
 }
 
 // maxRecord is the longest record that fits a page of the given size:
@@ -230,7 +239,7 @@ func loadEvent(fs *tracefs.FS, e tracefs.Event) (*Event, error) {
 func (p *Plan) Describe(w io.Writer) error {
 	var b strings.Builder
 	for i, ev := range p.Events {
-		fmt.Fprintf(&b, "# %s: %s (ID %d), ", p.program(i), ev.Format.FullName(), ev.Format.ID)
+		fmt.Fprintf(&b, "# %s: %s (ID %d), ", p.Program.Recorders[i].Prog, ev.Format.FullName(), ev.Format.ID)
 		if ev.Dynamic {
 			fmt.Fprintf(&b, "%d-byte fixed part and dynamic fields, up to %d bytes", ev.Fixed, maxRecord(p.PageSize))
 		} else {
@@ -241,16 +250,18 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:
-			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.RawTracepoint)
-		case r.RawTracepoint != "":
-			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.RawTracepoint)
+			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
+		case r.Point.Kind != attach.Tracepoint:
+			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.Point.Target)
+		case r.Shared():
+			fmt.Fprintf(&b, ", sharing its program (cookie %d)", r.Point.Cookie)
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
 		p.RingSize>>10, cpuList(p.CPUs), p.Clock, p.PageSize)
-	names := make([]string, 0, len(p.Events)+1)
-	for i := range p.Events {
+	var names []string
+	for i := 0; p.Program.Collection.Programs[bpfgen.RecordProgName(i)] != nil; i++ {
 		names = append(names, bpfgen.RecordProgName(i))
 	}
 	names = append(names, bpfgen.SysEnterProgName, bpfgen.SysExitProgName, bpfgen.CommProgName)

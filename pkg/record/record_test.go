@@ -195,9 +195,7 @@ func TestNewPlanDirect(t *testing.T) {
 		if ps.AttachType != ebpf.AttachTraceRawTp || ps.AttachTo != "sys_enter" {
 			t.Errorf("sys_enter program attaches %v to %q, want tp_btf sys_enter", ps.AttachType, ps.AttachTo)
 		}
-		if err := p.classic(); err != nil {
-			t.Fatal(err)
-		}
+		p.Program = p.Fallback
 	}
 	if p.direct() {
 		t.Error("direct() after classic()")

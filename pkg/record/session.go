@@ -91,6 +91,10 @@ type StartOptions struct {
 	Skip func(ev *Event, err error)
 }
 
+// switchGrace is how long Stop waits, once the programs are switched
+// off, for any program past the switch to finish its sample.
+const switchGrace = 2 * time.Millisecond
+
 // Session is a running recording.
 type Session struct {
 	out     Output
@@ -122,19 +126,12 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 			out.Abort()
 		}
 	}()
-	s.objs, err = probe.Load(p.Program.Collection)
-	if err != nil && p.direct() {
-		// Some kernels refuse tracing programs (lockdown, LSM policy):
-		// the classic tracepoints record the same events, at a higher
-		// cost per event.
-		if cerr := p.classic(); cerr != nil {
-			return nil, errors.Join(err, cerr)
-		}
-		s.objs, err = probe.Load(p.Program.Collection)
-	}
+	var loaded *bpfgen.Program
+	s.objs, loaded, err = probe.LoadBest(p.Program, p.Fallback)
 	if err != nil {
 		return nil, err
 	}
+	p.Program, p.Fallback = loaded, nil
 	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {
 		return nil, err
 	}
@@ -163,11 +160,12 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 	attached := 0
 	done := map[string]error{} // group programs, attached once for all their events
 	for i, ev := range p.Events {
-		name := p.program(i)
-		aerr, ok := done[name]
+		r := p.Program.Recorders[i]
+		key := r.Prog + " " + r.Point.String()
+		aerr, ok := done[key]
 		if !ok {
-			aerr = s.objs.AttachTracepoint(name, ev.Format.System, ev.Format.Name)
-			done[name] = aerr
+			aerr = s.objs.Attach(r.Prog, r.Point)
+			done[key] = aerr
 		}
 		switch {
 		case aerr == nil:
@@ -211,9 +209,11 @@ func (s *Session) Stop() (*Stats, error) {
 		<-s.statusDone
 	}
 	st := &Stats{Missed: s.objs.RecursionMisses()}
-	// Detaching first makes the end of every CPU's data a clean cut: the
-	// rings, then what the batches hold.
-	err := s.objs.Detach()
+	// Switching the programs off first makes the end of every CPU's data
+	// a clean cut: the rings, then what the batches hold. A program that
+	// had passed the switch when it was thrown ends within microseconds.
+	err := s.objs.SwitchOff(bpfgen.SwitchMapName)
+	time.Sleep(switchGrace)
 	batches, berr := s.objs.PerCPUValue(bpfgen.BatchMapName)
 	err = errors.Join(err, berr)
 	for _, r := range s.readers {
@@ -222,7 +222,9 @@ func (s *Session) Stop() (*Stats, error) {
 		}
 	}
 	known := comms(s.objs)
-	err = errors.Join(err, s.objs.Close())
+	// The kernel detaches the programs after gtrace has exited: they
+	// record nothing more.
+	err = errors.Join(err, s.objs.DetachLater(), s.objs.Close())
 	s.objs = nil
 	s.stopReaders()
 	for _, r := range s.readers {
