@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gtrace/gtrace/pkg/hist"
+	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/tracefs"
@@ -54,6 +55,14 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 
 // Main runs gtrace with args and returns the process exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if live.Holding() {
+		// A copy of gtrace that keeps a finished recording's programs
+		// attached, switched off, until gtrace has exited.
+		if err := live.HoldUntilParentExits(); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
 	d := &Deps{Out: stdout, Err: stderr, In: os.Stdin, TraceFS: tracefs.Open}
 	root := newRootCmd(d)
 	root.SetArgs(args)
