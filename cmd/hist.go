@@ -3,17 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/hist"
-	"github.com/gtrace/gtrace/pkg/launch"
+	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
-	"github.com/gtrace/gtrace/pkg/probe"
 )
 
 type histOptions struct {
@@ -166,93 +163,19 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	pids := make([]uint32, len(o.PIDs))
-	for i, p := range o.PIDs {
-		pids[i] = uint32(p)
-	}
-	var compiled []*hist.Compiled
-	for _, name := range o.Events {
-		ev, err := fs.Lookup(name)
-		if err != nil {
-			return err
-		}
-		f, err := fs.Format(ev)
-		if err != nil {
-			return err
-		}
-		c, err := hist.Build(spec, f, hist.LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Direct: probe.DirectOptions()})
-		if err != nil {
-			return err
-		}
-		compiled = append(compiled, c)
-	}
-	info := spec.String() + " [active]"
-	if o.DryRun {
-		for _, c := range compiled {
-			fmt.Fprintf(d.Out, "# trigger info: %s\n%s", info, c.Plan)
-			if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {
-				fmt.Fprintf(d.Out, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
-			}
-			fmt.Fprintf(d.Out, "%s\n", c.Program.Listing())
-		}
-		return nil
-	}
-
-	var held *launch.Held
-	if len(o.Command) > 0 {
-		if held, err = launch.Start(o.Command, d.In, d.Out, d.Err); err != nil {
-			return err
-		}
-	}
-	var lives []*hist.Live
-	defer func() {
-		for _, l := range lives {
-			l.Close()
-		}
-	}()
-	for _, c := range compiled {
-		l, err := hist.Start(c)
-		if err != nil {
-			if held != nil {
-				held.Kill()
-			}
-			if probe.VerifierTail(err, 1) != "" {
-				return &listingError{err: err, listing: c.Program.Listing()}
-			}
-			return err
-		}
-		lives = append(lives, l)
-	}
-	end, err := startEnding(held, o.Duration)
+	job, err := hist.NewLive(fs, hist.LiveConfig{
+		Spec: spec, Events: o.Events, PIDs: o.PIDs, Format: o.Format, Clear: o.Clear, Out: d.Out,
+	})
 	if err != nil {
 		return err
 	}
-	defer end.stop()
-	var tick <-chan time.Time
-	if o.Interval > 0 {
-		t := time.NewTicker(o.Interval)
-		defer t.Stop()
-		tick = t.C
+	if o.DryRun {
+		return job.Describe(d.Out)
 	}
-	status := -1
-	for status < 0 {
-		select {
-		case <-ctx.Done():
-			status = end.interrupted()
-		case <-end.timeout:
-			status = 0
-		case s := <-end.done:
-			status = s
-		case <-tick:
-			if err := printHists(d, o, lives, info, o.Clear); err != nil {
-				return err
-			}
-		}
-	}
-	if err := printHists(d, o, lives, info, false); err != nil {
-		return err
-	}
-	return end.result(status)
+	return live.Run(ctx, job, live.Options{
+		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err,
+		Duration: o.Duration, Interval: o.Interval,
+	})
 }
 
 // runHistFile runs the hist over the records of a trace.dat file.
@@ -286,19 +209,4 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		return err
 	}
 	return damage
-}
-
-func printHists(d *Deps, o *histOptions, lives []*hist.Live, info string, clear bool) error {
-	tables := make([]*hist.Table, len(lives))
-	infos := make([]string, len(lives))
-	for i, l := range lives {
-		t, err := l.Snapshot(clear)
-		if err != nil {
-			return err
-		}
-		t.Sort()
-		tables[i] = t
-		infos[i] = info
-	}
-	return hist.Write(d.Out, o.Format, tables, infos, hist.LocalResolver())
 }

@@ -210,9 +210,9 @@ func TestPrivilegedVerifierRejectionReport(t *testing.T) {
 		t.Fatal("loading a bad program succeeded")
 	}
 	var b bytes.Buffer
-	code := handleError(&b, &listingError{err: err, listing: "THE LISTING\n"})
+	code := handleError(&b, err)
 	out := b.String()
-	if code != exitFailure || !strings.Contains(out, "verifier log (last lines):\n") || !strings.Contains(out, "R2 !read_ok") || !strings.HasSuffix(out, "program:\nTHE LISTING\n") {
+	if code != exitFailure || !strings.Contains(out, "verifier log (last lines):\n") || !strings.Contains(out, "R2 !read_ok") || !strings.Contains(out, "program:\nbad (TracePoint, 2 instructions):\n") {
 		t.Errorf("handleError() = %d,\n%s", code, out)
 	}
 }

@@ -11,8 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gtrace/gtrace/pkg/launch"
-	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/record"
 )
 
@@ -198,71 +197,15 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if o.DryRun {
 		return plan.Describe(d.Out)
 	}
-
-	out, err := record.Create(o.Output, fs, plan, record.FileOptions{
-		Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version,
+	job := record.NewJob(fs, plan, record.JobOptions{
+		Output: o.Output,
+		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
+		Status: terminal(d.Err),
+		Err:    d.Err,
 	})
-	if err != nil {
-		return err
-	}
-	var held *launch.Held
-	if len(o.Command) > 0 {
-		if held, err = launch.Start(o.Command, d.In, d.Out, d.Err); err != nil {
-			out.Abort()
-			return err
-		}
-	}
-	skip := func(ev *record.Event, err error) {
-		fmt.Fprintf(d.Err, "gtrace: warning: not recording %s: %v\n", ev.Format.FullName(), err)
-	}
-	sess, err := record.Start(plan, out, record.StartOptions{Status: terminal(d.Err), Skip: skip})
-	if err != nil {
-		if held != nil {
-			held.Kill()
-		}
-		if probe.VerifierTail(err, 1) != "" {
-			var b strings.Builder
-			_ = plan.Describe(&b)
-			return &listingError{err: err, listing: b.String()}
-		}
-		return err
-	}
-	end, err := startEnding(held, o.Duration)
-	if err != nil {
-		_, _ = sess.Stop()
-		return err
-	}
-	defer end.stop()
-	status := 0
-	select {
-	case <-ctx.Done():
-		status = end.interrupted()
-	case <-end.timeout:
-	case status = <-end.done:
-	case <-sess.Failed():
-	}
-	st, err := sess.Stop()
-	if st != nil {
-		printRecordStats(d.Err, o.Output, st, err == nil)
-	}
-	if err != nil {
-		return err
-	}
-	return end.result(status)
-}
-
-// printRecordStats prints, per CPU, the events written and lost, then the
-// totals.
-func printRecordStats(w io.Writer, path string, st *record.Stats, written bool) {
-	for _, c := range st.CPUs {
-		fmt.Fprintf(w, "CPU %d: %d events, %d lost\n", c.CPU, c.Events, c.Lost)
-	}
-	if st.Missed > 0 {
-		fmt.Fprintf(w, "%d events were missed: another BPF program was running on their CPU\n", st.Missed)
-	}
-	if written {
-		fmt.Fprintf(w, "%s: %d events (%.1f MB of records), %d lost\n", path, st.Events(), float64(st.Bytes())/1e6, st.Lost())
-	}
+	return live.Run(ctx, job, live.Options{
+		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration,
+	})
 }
 
 // terminal returns w if it is a terminal, for the status line, else nil.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
@@ -24,12 +25,12 @@ func recordLive(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	var out, errb syncBuffer
 	err := execRecord(&Deps{Out: &out, Err: &errb, In: os.Stdin, TraceFS: tracefs.Open}, args...)
-	var st *exitStatus
+	var st *live.ExitError
 	switch {
 	case err == nil:
 		return errb.String(), 0
 	case errors.As(err, &st):
-		return errb.String(), st.code
+		return errb.String(), st.Code
 	}
 	return errb.String() + err.Error(), 1
 }

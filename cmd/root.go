@@ -16,7 +16,6 @@ import (
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
-	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
@@ -47,11 +46,6 @@ func (e *usageError) Unwrap() error { return e.err }
 func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
-
-// exitStatus carries the traced command's exit status out of a command.
-type exitStatus struct{ code int }
-
-func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Main runs gtrace with args and returns the process exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -98,9 +92,9 @@ func handleError(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var st *exitStatus
+	var st *live.ExitError
 	if errors.As(err, &st) {
-		return st.code
+		return st.Code
 	}
 	var pe *parse.Error
 	if errors.As(err, &pe) {
@@ -117,24 +111,23 @@ func handleError(w io.Writer, err error) int {
 		return exitUsage
 	}
 	fmt.Fprintf(w, "gtrace: %v\n", err)
-	if tail := probe.VerifierTail(err, 20); tail != "" {
-		fmt.Fprintf(w, "verifier log (last lines):\n%s\n", tail)
-	}
-	var le *listingError
+	var le loadError
 	if errors.As(err, &le) {
-		fmt.Fprintf(w, "program:\n%s", le.listing)
+		if tail := le.VerifierTail(20); tail != "" {
+			fmt.Fprintf(w, "verifier log (last lines):\n%s\n", tail)
+		}
+		fmt.Fprintf(w, "program:\n%s", le.ProgramListing())
 	}
 	return exitFailure
 }
 
-// listingError attaches a program listing to a load failure.
-type listingError struct {
-	err     error
-	listing string
+// loadError is a program the kernel refused, with the verifier's log and
+// the program's listing (probe.LoadError).
+type loadError interface {
+	error
+	VerifierTail(n int) string
+	ProgramListing() string
 }
-
-func (e *listingError) Error() string { return e.err.Error() }
-func (e *listingError) Unwrap() error { return e.err }
 
 // isCobraUsage recognises cobra's own argument errors (unknown command,
 // wrong number of args).

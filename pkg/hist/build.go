@@ -3,9 +3,14 @@ package hist
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/probe"
+	"github.com/gtrace/gtrace/pkg/tracefs"
 
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -91,4 +96,115 @@ func LocalResolver() Resolver {
 			return fmt.Sprintf("0x%x", addr)
 		},
 	}
+}
+
+// LiveConfig is a live hist command: the hist, the events it runs on and
+// how it prints.
+type LiveConfig struct {
+	Spec   *parse.HistSpec
+	Events []string // SYS:EVENT or a unique EVENT, one table each
+	PIDs   []int    // count only these processes (-P)
+	Format string   // text, json, csv or table
+	Clear  bool     // Tick prints and empties the tables (--interval --clear)
+	Out    io.Writer
+}
+
+// LiveJob is a live hist: compiled, then attached and printed by
+// package live's runner.
+type LiveJob struct {
+	cfg      LiveConfig
+	info     string
+	compiled []*Compiled
+	lives    []*Live
+}
+
+// NewLive resolves the hist against each event's format in fs, binds its
+// filter and generates the programs: everything short of loading them.
+func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
+	pids := make([]uint32, len(cfg.PIDs))
+	for i, p := range cfg.PIDs {
+		pids[i] = uint32(p)
+	}
+	j := &LiveJob{cfg: cfg, info: cfg.Spec.String() + " [active]"}
+	for _, name := range cfg.Events {
+		ev, err := fs.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := fs.Format(ev)
+		if err != nil {
+			return nil, err
+		}
+		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids}
+		if bpfgen.DirectTracepoint(f) != "" {
+			o.Direct = probe.DirectOptions()
+		}
+		c, err := Build(cfg.Spec, f, o)
+		if err != nil {
+			return nil, err
+		}
+		j.compiled = append(j.compiled, c)
+	}
+	return j, nil
+}
+
+// Describe prints the plans and the programs, for --dry-run.
+func (j *LiveJob) Describe(w io.Writer) error {
+	for _, c := range j.compiled {
+		fmt.Fprintf(w, "# trigger info: %s\n%s", j.info, c.Plan)
+		if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {
+			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
+		}
+		if _, err := fmt.Fprintf(w, "%s\n", c.Program.Listing()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attach loads and attaches every event's program.
+func (j *LiveJob) Attach() error {
+	for _, c := range j.compiled {
+		l, err := Start(c)
+		if err != nil {
+			j.close()
+			return err
+		}
+		j.lives = append(j.lives, l)
+	}
+	return nil
+}
+
+// Tick prints the tables, emptying them with Clear.
+func (j *LiveJob) Tick() error { return j.print(j.cfg.Clear) }
+
+// Failed is nil: a live hist does not fail on its own.
+func (j *LiveJob) Failed() <-chan struct{} { return nil }
+
+// Stop prints the tables and detaches the programs.
+func (j *LiveJob) Stop() error {
+	defer j.close()
+	return j.print(false)
+}
+
+func (j *LiveJob) close() {
+	for _, l := range j.lives {
+		l.Close()
+	}
+	j.lives = nil
+}
+
+func (j *LiveJob) print(clear bool) error {
+	tables := make([]*Table, len(j.lives))
+	infos := make([]string, len(j.lives))
+	for i, l := range j.lives {
+		t, err := l.Snapshot(clear)
+		if err != nil {
+			return err
+		}
+		t.Sort()
+		tables[i] = t
+		infos[i] = j.info
+	}
+	return Write(j.cfg.Out, j.cfg.Format, tables, infos, LocalResolver())
 }
