@@ -125,7 +125,7 @@ attached, and gtrace exits with CMD's exit status.`,
 	f.StringSliceVarP(&o.Sort, "sort", "s", nil, "sort by up to two keys or values: NAME[.ascending|.descending]")
 	f.IntVar(&o.Size, "size", 0, "table size in entries, rounded up to a power of two (128..131072, default 2048)")
 	f.StringVarP(&o.Filter, "filter", "f", "", "only count events that match this filter")
-	f.StringVar(&o.Name, "name", "", "name of the hist (shown in the trigger info)")
+	f.StringVar(&o.Name, "name", "", "not supported yet: named hists shared between events are refused (every hist has its own table)")
 	f.IntSliceVarP(&o.PIDs, "pid", "P", nil, "only count events of these process ids")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 10s)")
 	f.DurationVar(&o.Interval, "interval", 0, "print the hist every interval")

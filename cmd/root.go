@@ -76,7 +76,7 @@ CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
 		Example: `  gtrace list 'sched:*' -F
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'`,
-		Version:       version,
+		Version:       versionText(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}

@@ -389,8 +389,11 @@ func (g *filterGen) loadCtx(off, size int, signed bool) {
 	}
 }
 
-// cpus compares a number with a CPU list, unsigned: & is "in the list",
-// == "the list is exactly this CPU".
+// cpus compares a number with a CPU list, unsigned, as the kernel does
+// (kernel/trace/trace_events_filter.c): & is "in the list", == "the list
+// is exactly this CPU" (a list of several CPUs never equals a number), !=
+// the opposite of ==. A one-CPU list is a plain comparison with it, so
+// common_cpu & CPUS{1} is common_cpu == 1.
 func (g *filterGen) cpus(p *parse.BoundPred, t, f string) predResult {
 	if p.Op != parse.CmpAnd {
 		r := p.CPUs[0]
@@ -421,9 +424,12 @@ func (g *filterGen) cpus(p *parse.BoundPred, t, f string) predResult {
 		g.place(below)
 	}
 	r := p.CPUs[last]
-	if r.First != r.Last {
-		g.emit(asm.JLT.Imm(asm.R0, int32(r.First), f))
+	if r.First == r.Last {
+		// One CPU: the number is that CPU (JLE alone would take every
+		// CPU below it too).
+		return predResult{test: test{op: asm.JEq, dst: asm.R0, imm: int32(r.First)}}
 	}
+	g.emit(asm.JLT.Imm(asm.R0, int32(r.First), f))
 	return predResult{test: test{op: asm.JLE, dst: asm.R0, imm: int32(r.Last)}}
 }
 

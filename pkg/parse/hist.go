@@ -21,18 +21,28 @@ const (
 
 const (
 	histPrefix     = "hist:"
-	histValidAttrs = "keys=, vals=, sort=, size=, name=, clock=, pause, cont, clear and nohitcount"
+	histValidAttrs = "keys=, vals=, sort=, size=, clock= and nohitcount"
 	histSizeHint   = "size is a number of entries from 128 to 131072, rounded up to a power of two"
 	histSortHint   = "use .ascending or .descending"
 	histKeyMods    = "hex, sym, sym-offset, execname, syscall, log2, buckets=N and stacktrace"
 	histValMods    = "hex, percent and graph"
 )
 
-// histAssignWords and histAttrWords are the attribute words, for "did
-// you mean" hints.
+// Hints for the kernel's attributes that gtrace refuses: a hist of gtrace
+// lives in its own BPF map for as long as the command runs, and has no
+// trigger file that a later write could pause, continue or clear.
+const (
+	histNameMsg   = "named hists shared between events are not supported yet"
+	histNameHint  = "every hist has a table of its own (with several -e, one per event): drop %s"
+	histPauseHint = "gtrace's hist has no trigger file to toggle: it counts from start until Ctrl-C, --duration or the end of -- CMD; drop %s"
+	histClearHint = "gtrace's hist has no trigger file to clear: --interval D --clear prints the hist every D and then clears it; drop %s"
+)
+
+// histAssignWords and histAttrWords are the attribute words gtrace
+// accepts, for "did you mean" hints.
 var (
-	histAssignWords = []string{"keys=", "key=", "vals=", "val=", "values=", "sort=", "size=", "name=", "clock="}
-	histAttrWords   = slices.Concat(histAssignWords, []string{"pause", "cont", "continue", "clear", "nohitcount", "NOHC"})
+	histAssignWords = []string{"keys=", "key=", "vals=", "val=", "values=", "sort=", "size=", "clock="}
+	histAttrWords   = slices.Concat(histAssignWords, []string{"nohitcount", "NOHC"})
 )
 
 // histLegacy maps the legacy field names to the names the kernel prints.
@@ -63,6 +73,10 @@ func (r histRole) String() string {
 // left out. name names the input in errors. Every error is a *Error whose
 // offsets are those of the offending token in src.
 //
+// The kernel's name= (a table shared by the hists of that name), pause,
+// cont and clear (writes that toggle or clear a hist through its trigger
+// file) are refused: gtrace has no shared tables and no trigger files.
+//
 // The filter (after the first word "if" with a blank on each side) is
 // parsed with ParseFilter; like every other offset in the spec, the
 // offsets of its nodes are byte offsets into src. Variables, expressions,
@@ -92,7 +106,8 @@ type HistFlags struct {
 
 // HistFromFlags builds the spec the flags describe: the same as ParseHist
 // of the equivalent "hist:..." string, which becomes the spec's Src. A
-// blank Filter and an empty Name are left out. An error names the flag at
+// blank Filter is left out; a Name is refused, as ParseHist refuses
+// name=, with the caret on the --name value. An error names the flag at
 // fault (Error.Name "--keys", "--vals", "--sort", "--size", "--filter" or
 // "--name"), and its Src and offsets refer to that flag's text, a list
 // flag's elements joined with commas.
@@ -116,10 +131,7 @@ func HistFromFlags(f HistFlags) (*HistSpec, error) {
 		p.segs = append(p.segs, g)
 	}
 	if f.Name != "" {
-		if e := histFlagWord("--name", f.Name, "a hist name cannot contain blanks or ':'"); e != nil {
-			return nil, e
-		}
-		add("--name", "name=", f.Name)
+		return nil, Errorf("--name", f.Name, 0, len(f.Name), histNameMsg).WithHint(histNameHint, "--name")
 	}
 	if e := histFlagWord("--keys", keys, listHint); e != nil {
 		return nil, e
@@ -434,6 +446,9 @@ func (p *histParser) attr(off, end int) *Error {
 	if attr == "" {
 		return p.variable(off, end, word)
 	}
+	if attr == "name" {
+		return p.errorf(off, end, histNameMsg).WithHint(histNameHint, "name=")
+	}
 	if p.seen[attr] {
 		return p.errorf(off, val, "%s= given more than once", attr)
 	}
@@ -456,11 +471,6 @@ func (p *histParser) attr(off, end int) *Error {
 		return p.sort(val, end)
 	case "size":
 		return p.size(val, end)
-	case "name":
-		if i := strings.IndexAny(p.src[val:end], " \t\n\v\f\r"); i >= 0 {
-			return p.errorf(val, end, "invalid name %q", p.src[val:end]).WithHint("a hist name cannot contain blanks")
-		}
-		p.spec.Name = p.src[val:end]
 	case "clock":
 		p.spec.Clock = p.src[val:end]
 	}
@@ -483,12 +493,10 @@ func histAssignAttr(word string) string {
 
 func (p *histParser) flag(off, end int) *Error {
 	switch word := p.src[off:end]; word {
-	case "pause":
-		p.spec.Pause = true
-	case "cont", "continue":
-		p.spec.Cont = true
+	case "pause", "cont", "continue":
+		return p.errorf(off, end, "%s is not supported yet", word).WithHint(histPauseHint, word)
 	case "clear":
-		p.spec.Clear = true
+		return p.errorf(off, end, "clear is not supported yet").WithHint(histClearHint, word)
 	case "nohitcount", "NOHC":
 		p.spec.NoHitcount = true
 		p.nohc = histSpan{off, end}
