@@ -53,8 +53,8 @@ hand-written hash-map program on the classic and the raw (tp_btf)
 tracepoint, libbpf-tools' 'syscount -P' and bpftrace, and prints a
 markdown table with PASS/FAIL per target.
 
-  -r ROUNDS   rounds; each runs every mode once (default 5)
-  -n CALLS    getppid calls per thread and run (default 2000000)
+  -r ROUNDS   rounds; each runs every mode once (default 9)
+  -n CALLS    getppid calls per thread and run (default 1000000)
   -t THREADS  threads making calls, each in its own process (default: the
               number of CPUs)
   -T          put all threads in one process (bpftrace's and syscount's
@@ -72,7 +72,7 @@ Needs root. Builds gtrace and the helpers with the go command on PATH.
 EOF
 }
 
-rounds=5 calls=2000000 threads=$(nproc) size=32768 clock=cpu one_proc=false
+rounds=9 calls=1000000 threads=$(nproc) size=32768 clock=cpu one_proc=false
 modes=$all_modes
 while getopts r:n:t:Ts:c:m:h opt; do
 	case $opt in
