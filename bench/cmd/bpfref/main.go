@@ -1,28 +1,48 @@
 // Command bpfref attaches one of the baseline programs of
-// bench/hist-overhead.sh to the raw_syscalls:sys_enter tracepoint, prints
-// "ready" on stdout once attached, and holds until SIGINT or SIGTERM.
+// bench/hist-overhead.sh to raw_syscalls:sys_enter, prints "ready" on
+// stdout once attached, and holds until SIGINT or SIGTERM.
 //
-// With -mode empty the program returns 0 and does nothing else: the cost of
-// running any classic tracepoint program. With -mode ref it is a minimal
-// hand-written version of what `gtrace hist -k common_pid,id` must do per
-// event:
+// -attach chooses the attach point:
+//
+//   - tp: the classic tracepoint raw_syscalls:sys_enter, whose program gets
+//     the record the kernel built for perf (the syscall number at the
+//     offset of "id" in the format file);
+//   - btf: the BTF-enabled raw tracepoint sys_enter (tp_btf), whose program
+//     gets the tracepoint's C arguments, sys_enter(struct pt_regs *regs,
+//     long id), as an array of u64: the syscall number is ctx[1]. This is
+//     where gtrace attaches its own program for this event when the kernel
+//     has BTF.
+//
+// With -mode empty the program returns 0 and does nothing else: the cost
+// of running any program at that attach point. With -mode ref it is a
+// minimal hand-written version of what `gtrace hist -k common_pid,id` must
+// do per event:
 //
 //	key = {u32 pid; u32 pad; u64 id}   // pid from bpf_get_current_pid_tgid
 //	if (v = lookup(&counts, &key)) atomic_add(v, 1)
 //	else update(&counts, &key, &one, BPF_NOEXIST)
 //	return 0
 //
-// The map is a hash of -size entries (2048 by default, gtrace's default hist
-// size); once it is full, events of new keys are not counted. The pid is
-// the thread id (the low half of pid_tgid), which is what common_pid holds.
-// On a lost insert race the event is not counted: a benchmark baseline need
-// not be exact. This program deliberately uses none of gtrace's packages: it
-// is the yardstick gtrace's generated code is measured against.
+// The map is a hash of -size entries (2048 by default, gtrace's default
+// hist size); once it is full, events of new keys are not counted. The pid
+// is the thread id (the low half of pid_tgid), which is what common_pid
+// holds. On a lost insert race the event is not counted: a benchmark
+// baseline need not be exact.
+//
+// On exit, the ref mode prints one line on stdout,
+//
+//	hits N getppid M
+//
+// the sum of all counts and of those whose id is getppid's syscall number,
+// so that a caller can check that every event of its workload was
+// counted. This program deliberately uses none of gtrace's packages: it is
+// the yardstick gtrace's generated code is measured against.
 package main
 
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,11 +59,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The traced event.
+// The traced event: the classic tracepoint and the raw one.
 const (
-	group = "raw_syscalls"
-	event = "sys_enter"
-	field = "id"
+	group         = "raw_syscalls"
+	event         = "sys_enter"
+	field         = "id"
+	rawTracepoint = "sys_enter"
+	rawIDOff      = 8 // ctx[1], the id argument of the raw tracepoint
 )
 
 // Stack slots of the ref program, as offsets from R10.
@@ -54,36 +76,41 @@ const (
 
 func main() {
 	mode := flag.String("mode", "ref", "program to attach: empty or ref")
+	attach := flag.String("attach", "tp", "attach point: tp (classic tracepoint) or btf (tp_btf raw tracepoint)")
 	size := flag.Int("size", 2048, "entries of the ref program's hash map")
 	flag.Parse()
-	if (*mode != "empty" && *mode != "ref") || *size <= 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-size ENTRIES]")
+	if (*mode != "empty" && *mode != "ref") || (*attach != "tp" && *attach != "btf") || *size <= 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-attach tp|btf] [-size ENTRIES]")
 		os.Exit(2)
 	}
-	if err := run(*mode, uint32(*size)); err != nil {
+	if err := run(*mode, *attach, uint32(*size)); err != nil {
 		fmt.Fprintf(os.Stderr, "bpfref: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// run loads and attaches the program of the given mode, with a map of size
-// entries for ref, reports "ready" and waits for SIGINT or SIGTERM. Closing
-// the link on return detaches it.
-func run(mode string, size uint32) error {
+// run loads and attaches the program of the given mode at the given attach
+// point, with a map of size entries for ref, reports "ready" and waits for
+// SIGINT or SIGTERM. Closing the link on return detaches it.
+func run(mode, attach string, size uint32) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := tracefsRoot()
-	if err != nil {
-		return err
-	}
 	insns := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 	var counts *ebpf.Map
 	if mode == "ref" {
-		off, err := fieldOffset(filepath.Join(root, "events", group, event, "format"), field)
-		if err != nil {
-			return err
+		idOff := rawIDOff
+		if attach == "tp" {
+			root, err := tracefsRoot()
+			if err != nil {
+				return err
+			}
+			idOff, err = fieldOffset(filepath.Join(root, "events", group, event, "format"), field)
+			if err != nil {
+				return err
+			}
 		}
+		var err error
 		counts, err = ebpf.NewMap(&ebpf.MapSpec{
 			Name:       "bpfref_counts",
 			Type:       ebpf.Hash,
@@ -95,14 +122,18 @@ func run(mode string, size uint32) error {
 			return fmt.Errorf("create map: %w", err)
 		}
 		defer counts.Close()
-		insns = refProgram(counts.FD(), off)
+		insns = refProgram(counts.FD(), idOff)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         "bpfref_" + mode,
+	spec := &ebpf.ProgramSpec{
+		Name:         "bpfref_" + attach + "_" + mode,
 		Type:         ebpf.TracePoint,
 		License:      "GPL",
 		Instructions: insns,
-	})
+	}
+	if attach == "btf" {
+		spec.Type, spec.AttachType, spec.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, rawTracepoint
+	}
+	prog, err := ebpf.NewProgram(spec)
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -111,19 +142,52 @@ func run(mode string, size uint32) error {
 		return fmt.Errorf("load %s program: %w", mode, err)
 	}
 	defer prog.Close()
-	l, err := link.Tracepoint(group, event, prog, nil)
+	var l link.Link
+	if attach == "btf" {
+		l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+	} else {
+		l, err = link.Tracepoint(group, event, prog, nil)
+	}
 	if err != nil {
-		return fmt.Errorf("attach %s:%s: %w", group, event, err)
+		return fmt.Errorf("attach %s program: %w", attach, err)
 	}
 	defer l.Close()
 
 	fmt.Println("ready")
 	<-ctx.Done()
+	if err := l.Close(); err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	if counts != nil {
+		hits, getppid, err := sums(counts)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("hits %d getppid %d\n", hits, getppid)
+	}
 	return nil
 }
 
+// sums returns the sum of all counts in the ref program's map and of
+// those whose key's id is getppid's syscall number.
+func sums(counts *ebpf.Map) (hits, getppid uint64, err error) {
+	var key [16]byte
+	var n uint64
+	it := counts.Iterate()
+	for it.Next(&key, &n) {
+		hits += n
+		if binary.NativeEndian.Uint64(key[8:]) == unix.SYS_GETPPID {
+			getppid += n
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, 0, fmt.Errorf("read map: %w", err)
+	}
+	return hits, getppid, nil
+}
+
 // refProgram returns the ref program for the hash map mapFD, reading the
-// syscall number as a u64 at idOff in the tracepoint record.
+// syscall number as a u64 at idOff in the program's context.
 func refProgram(mapFD, idOff int) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1), // R6 = ctx
