@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gtrace/gtrace/internal/testutil"
-	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracefs"
@@ -54,8 +53,9 @@ func TestPrivilegedHistDuration(t *testing.T) {
 }
 
 // TestPrivilegedHistWritesMatchInterpreter runs hists over a workload that
-// writes 1..n bytes to fd 100, in BPF and in the Go interpreter over
-// records with the same field values, and wants the same bytes out.
+// writes 1..n bytes to fd 100, in BPF and in the interpreter (the file
+// engine of gtrace hist -i) over records with the same field values, and
+// wants the same bytes out.
 func TestPrivilegedHistWritesMatchInterpreter(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	const n = 300
@@ -99,8 +99,8 @@ func TestPrivilegedHistWritesMatchInterpreter(t *testing.T) {
 // TestPrivilegedHistRawSyscallsMatchInterpreter runs hists of the
 // raw_syscalls events, whose programs run on raw tracepoints where the
 // kernel has BTF and build the record themselves, over a helper that makes
-// exactly n getppid calls, and compares them with the Go interpreter over
-// the records the kernel would write.
+// exactly n getppid calls, and compares them with the interpreter (the
+// file engine) over the records the kernel would write.
 func TestPrivilegedHistRawSyscallsMatchInterpreter(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	const n = 777
@@ -140,7 +140,7 @@ func TestPrivilegedHistRawSyscallsMatchInterpreter(t *testing.T) {
 	}
 }
 
-// interpret runs the same hist in the Go interpreter over n records of
+// interpret runs the same hist in the file engine over n records of
 // sys_enter_write with fd 100 and count 1..n.
 func interpret(t *testing.T, args []string, f *parse.Format, comm string, n int) string {
 	t.Helper()
@@ -151,9 +151,11 @@ func interpret(t *testing.T, args []string, f *parse.Format, comm string, n int)
 	})
 }
 
-// interpretRecords runs the hist of args in the Go interpreter over n
-// records of format f, the i-th (from 1) filled in by fill, and returns
-// its text.
+// interpretRecords runs the hist of args in the file engine at one worker,
+// as gtrace hist -i runs it over a recording, and returns its text. The
+// engine is fed n records of format f, the i-th (from 1) filled in by
+// fill, made on CPU 0 by a task named comm, the workload's name: their
+// common_pid is this process's, which runs the same binary.
 func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string, n int, fill func(rec []byte, i int)) string {
 	t.Helper()
 	o := &histOptions{}
@@ -166,7 +168,7 @@ func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := hist.NewOffline(spec, f, nil)
+	e, err := hist.NewEngine(spec, f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +177,15 @@ func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string,
 		fixed = max(fixed, fld.Offset+fld.Size)
 	}
 	rec := make([]byte, fixed)
+	typ, pid := f.Field("common_type"), f.Field("common_pid")
 	for i := 1; i <= n; i++ {
+		clear(rec)
+		putUint(rec[typ.Offset:typ.Offset+typ.Size], uint64(f.ID))
+		putUint(rec[pid.Offset:pid.Offset+pid.Size], uint64(os.Getpid()))
 		fill(rec, i)
-		off.Add(rec, eval.Context{PID: 1, CPU: 0, Comm: comm})
+		e.Add(rec, 0, comm)
 	}
-	tab := off.Table()
+	tab := e.Table()
 	tab.Sort()
 	var b bytes.Buffer
 	if err := hist.WriteText(&b, []*hist.Table{tab}, []string{spec.String() + " [active]"}, hist.LocalResolver()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sort"
 	"strings"
@@ -31,6 +32,9 @@ type FileOptions struct {
 	// order of the file's merged timeline.
 	Workers int
 }
+
+// commLen is the longest task name the kernel saves (TASK_COMM_LEN - 1).
+const commLen = 15
 
 // checkEvery is how many records a worker reads between looks at the
 // context and at the other workers.
@@ -79,8 +83,8 @@ func FileFormat(f *tracedat.File, name string) (*parse.Format, error) {
 
 // RunFile runs a hist over the records of one event of a trace.dat file,
 // with the format the file stores for it, and returns the same table that
-// the BPF program (or an Offline fed the same records) would have filled:
-// the same keys, string truncation, filter, sums and saved comms.
+// the BPF program would have filled: the same keys, string truncation,
+// filter, sums and saved comms.
 //
 // The records of the file's top instance are read, one CPU at a time, by
 // up to o.Workers goroutines that share one tracingmap.Map. The pid of a
@@ -131,14 +135,64 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 			return r.table(m, lost), err
 		}
 	}
-	m, lost, err := r.sequential(ctx, f)
+	t, err := r.sequential(ctx, f)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return r.table(m, lost), err
+	return t, err
 }
 
-// fileRun is a hist resolved against one event of a trace.dat file.
+// Engine runs a hist in user space over raw event records fed to it one at
+// a time, from anywhere (tests, a live stream): RunFile's engine at one
+// worker. It counts the records as the BPF program counts events, so it
+// gives the same table for the same events. Where RunFile names the task
+// of a record from the file's saved cmdlines, the caller of Add names it.
+// An Engine is not safe for concurrent use.
+type Engine struct {
+	r *fileRun
+	m *tracingmap.Map
+	w *fileWorker
+}
+
+// NewEngine resolves spec against the format f of the records' event.
+// funcs resolves the filter's .function values (nil: there are none).
+// Errors about the spec are *parse.Error on spec.Src.
+func NewEngine(spec *parse.HistSpec, f *parse.Format, funcs parse.FuncResolver) (*Engine, error) {
+	r, err := newFileRun(spec, f, nil, funcs)
+	if err != nil {
+		return nil, err
+	}
+	return r.engine(), nil
+}
+
+// engine returns an empty Engine of the run, with one worker.
+func (r *fileRun) engine() *Engine {
+	m := tracingmap.New(r.keySize, len(r.vals), r.plan.Size)
+	return &Engine{r: r, m: m, w: r.newWorker(m)}
+}
+
+// Add counts one event: rec is its raw record as the ring buffer holds
+// it, common fields first (common_type, common_flags,
+// common_preempt_count, common_pid), cpu the CPU it happened on and comm
+// the name of the task that made it, for comm keys, the filter and the
+// entries of .execname keys, which keep the comm of the event that
+// created them. Records of another event (by common_type) are not counted.
+// A new key that finds the table full is counted in Table.Dropped.
+func (e *Engine) Add(rec []byte, cpu int, comm string) {
+	if e.r.isEvent(rec) {
+		e.w.count(rec, cpu, recordPID(rec), comm)
+	}
+}
+
+// Table returns the table of the events added so far, entries in the order
+// their keys were first counted. Later Adds do not change it.
+func (e *Engine) Table() *Table {
+	e.w.flush()
+	return e.r.table(e.m, e.w.lost)
+}
+
+// fileRun is a hist resolved against one event, with the names of the
+// tasks of a trace.dat file.
 type fileRun struct {
 	plan     *Plan
 	id       uint16
@@ -254,19 +308,17 @@ func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, wo
 }
 
 // sequential counts the records in the order of the merged timeline.
-func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*tracingmap.Map, uint64, error) {
-	m := tracingmap.New(r.keySize, len(r.vals), r.plan.Size)
-	w := r.newWorker(m)
+func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*Table, error) {
+	e := r.engine()
 	it := f.Records()
 	for n := 1; it.Next(); n++ {
 		rec := it.Record()
-		w.add(&rec)
+		e.w.add(&rec)
 		if n%checkEvery == 0 && ctx.Err() != nil {
-			return nil, 0, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	w.flush()
-	return m, w.lost, readErr(it.Err())
+	return e.Table(), readErr(it.Err())
 }
 
 func readErr(err error) error {
@@ -331,26 +383,44 @@ func (w *fileWorker) flush() {
 	w.elts = w.elts[:0]
 }
 
-// add counts one record if it is of the event and passes the filter. It
-// returns false if its key was new and the table full.
+// add counts one record of the file if it is of the event and passes the
+// filter, its comm the file's name for its common_pid. It returns false if
+// its key was new and the table full.
 func (w *fileWorker) add(rec *tracedat.Record) bool {
 	if rec.Missed > 0 {
 		w.lost += uint64(rec.Missed)
 	}
 	d := rec.Data
-	r := w.r
-	if len(d) < 2 || binary.LittleEndian.Uint16(d) != r.id {
+	if !w.r.isEvent(d) {
 		return true
 	}
-	pid := int32(-1)
-	if len(d) >= 8 {
-		pid = int32(binary.LittleEndian.Uint32(d[4:]))
-	}
+	pid := recordPID(d)
 	var comm string
-	if r.needComm {
+	if w.r.needComm {
 		comm = w.commOf(pid)
 	}
-	if r.filter != nil && !eval.Match(r.filter, d, eval.Context{PID: -1, CPU: rec.CPU, Comm: comm}) {
+	return w.count(d, rec.CPU, pid, comm)
+}
+
+// isEvent reports whether d is a record of the run's event.
+func (r *fileRun) isEvent(d []byte) bool {
+	return len(d) >= 2 && binary.LittleEndian.Uint16(d) == r.id
+}
+
+// recordPID is the common_pid of record d, -1 if d is too short to hold it.
+func recordPID(d []byte) int32 {
+	if len(d) < 8 {
+		return -1
+	}
+	return int32(binary.LittleEndian.Uint32(d[4:]))
+}
+
+// count counts record d of the event, recorded on cpu by task pid named
+// comm, if it passes the filter. It returns false if its key was new and
+// the table full.
+func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string) bool {
+	r := w.r
+	if r.filter != nil && !eval.Match(r.filter, d, eval.Context{PID: -1, CPU: cpu, Comm: comm}) {
 		return true
 	}
 	key := w.key
@@ -370,7 +440,7 @@ func (w *fileWorker) add(rec *tracedat.Record) bool {
 		case k.src == bpfgen.SrcPID:
 			v = uint64(int64(pid))
 		case k.src == bpfgen.SrcCPU:
-			v = uint64(rec.CPU)
+			v = uint64(cpu)
 		default:
 			v = k.field.Value(d)
 		}
@@ -410,4 +480,26 @@ func (w *fileWorker) commOf(pid int32) string {
 		}
 	}
 	return w.comm
+}
+
+// bucket applies a key's .log2 or .buckets=N transform to v.
+func bucket(k *Key, v uint64) uint64 {
+	switch k.Spec.Mod {
+	case parse.ModLog2:
+		return log2Bucket(v)
+	case parse.ModBuckets:
+		if n := k.Spec.Buckets; n > 0 {
+			return v / n * n
+		}
+	}
+	return v
+}
+
+// log2Bucket is ilog2(roundup_pow_of_two(v)): bucket k holds (2^(k-1), 2^k];
+// 0 and 1 land in bucket 0, values above 2^63 in bucket 64.
+func log2Bucket(v uint64) uint64 {
+	if v <= 1 {
+		return 0
+	}
+	return uint64(bits.Len64(v - 1))
 }

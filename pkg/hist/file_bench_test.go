@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gtrace/gtrace/internal/testutil"
-	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -69,7 +68,7 @@ func benchSysEnter(b *testing.B, perCPU int) *tracedat.File {
 
 // BenchmarkRunFile measures `-k common_pid,id` over 1 M sys_enter records
 // of 2 CPUs held in memory: RunFile with one worker and with GOMAXPROCS,
-// and for comparison the Offline interpreter over the merged records.
+// and for comparison an Engine fed the merged records one at a time.
 func BenchmarkRunFile(b *testing.B) {
 	const perCPU = 500_000
 	f := benchSysEnter(b, perCPU)
@@ -104,7 +103,7 @@ func BenchmarkRunFile(b *testing.B) {
 			events(b, n, cpuTime(b)-start)
 		})
 	}
-	b.Run("offline", func(b *testing.B) {
+	b.Run("engine", func(b *testing.B) {
 		fm, err := FileFormat(f, "sys_enter")
 		if err != nil {
 			b.Fatal(err)
@@ -112,15 +111,18 @@ func BenchmarkRunFile(b *testing.B) {
 		n := 0
 		start := cpuTime(b)
 		for b.Loop() {
-			off, err := NewOffline(spec, fm, nil)
+			e, err := NewEngine(spec, fm, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			it := f.Records()
 			for it.Next() {
 				rec := it.Record()
-				off.Add(rec.Data, eval.Context{PID: -1, CPU: rec.CPU})
+				e.Add(rec.Data, rec.CPU, "")
 				n++
+			}
+			if t := e.Table(); t.Hits() != 2*perCPU {
+				b.Fatalf("hits %d, want %d", t.Hits(), 2*perCPU)
 			}
 		}
 		events(b, n, cpuTime(b)-start)

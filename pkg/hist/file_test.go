@@ -5,14 +5,15 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/gtrace/gtrace/internal/testutil"
-	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -169,31 +170,27 @@ func testComm(pid int32) string {
 	return "<...>"
 }
 
-// offlineTable is the oracle: Offline fed the event's records in the
-// file's merged order.
-func offlineTable(t *testing.T, spec *parse.HistSpec, f *tracedat.File, event string) *Table {
+// engineTable is the oracle: an Engine fed the file's records in the
+// merged order, each with the comm trace-cmd gives its common_pid.
+func engineTable(t *testing.T, spec *parse.HistSpec, f *tracedat.File, event string) *Table {
 	t.Helper()
 	fm, err := FileFormat(f, event)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := NewOffline(spec, fm, nil)
+	e, err := NewEngine(spec, fm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	it := f.Records()
 	for it.Next() {
 		rec := it.Record()
-		if binary.LittleEndian.Uint16(rec.Data) != uint16(fm.ID) {
-			continue
-		}
-		pid := int32(binary.LittleEndian.Uint32(rec.Data[4:]))
-		off.Add(rec.Data, eval.Context{PID: -1, CPU: rec.CPU, Comm: testComm(pid)})
+		e.Add(rec.Data, rec.CPU, testComm(int32(binary.LittleEndian.Uint32(rec.Data[4:]))))
 	}
 	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return off.Table()
+	return e.Table()
 }
 
 func histText(t *testing.T, spec *parse.HistSpec, tab *Table) string {
@@ -206,8 +203,8 @@ func histText(t *testing.T, spec *parse.HistSpec, tab *Table) string {
 	return b.String()
 }
 
-// TestRunFile compares RunFile with the Offline interpreter over the same
-// records, for every worker count.
+// TestRunFile compares RunFile, for every worker count, with an Engine fed
+// the same records in the file's order.
 func TestRunFile(t *testing.T) {
 	comms := []string{"bash", "sshd", "swapper/0", "kworker/0:1", "a-sixteen-chars!"}
 	pids := []int32{0, 100, 101, 102, 103, 104, 105, 106, 107, 4242, -5}
@@ -258,9 +255,9 @@ func TestRunFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := writeFile(t, tc.cpus, tc.recs)
-			want := offlineTable(t, spec, f, tc.event)
+			want := engineTable(t, spec, f, tc.event)
 			if full := strings.Contains(tc.name, "full"); (want.Hits() == 0) != (tc.recs == nil) || (want.Dropped > 0) != full {
-				t.Fatalf("Offline: hits %d, dropped %d: the case does not test what it is named for", want.Hits(), want.Dropped)
+				t.Fatalf("Engine: hits %d, dropped %d: the case does not test what it is named for", want.Hits(), want.Dropped)
 			}
 			wantText := histText(t, spec, want)
 			for _, workers := range []int{0, 1, 2, 4} {
@@ -272,7 +269,7 @@ func TestRunFile(t *testing.T) {
 					t.Errorf("RunFile(workers %d): hits %d dropped %d, want %d %d", workers, got.Hits(), got.Dropped, want.Hits(), want.Dropped)
 				}
 				if gotText := histText(t, spec, got); gotText != wantText {
-					t.Errorf("RunFile(workers %d) and Offline differ\nRunFile:\n%s\nOffline:\n%s", workers, gotText, wantText)
+					t.Errorf("RunFile(workers %d) and Engine differ\nRunFile:\n%s\nEngine:\n%s", workers, gotText, wantText)
 				}
 			}
 		})
@@ -367,6 +364,307 @@ func TestRunFileCanceled(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		if got, err := RunFile(ctx, spec, f, "sys_enter", FileOptions{Workers: workers}); !errors.Is(err, context.Canceled) || got != nil {
 			t.Errorf("RunFile(workers %d) with a canceled context = %v, %v; want nil, context.Canceled", workers, got, err)
+		}
+	}
+}
+
+func sysExit(tb testing.TB, pid int32, id, ret int64) []byte {
+	b := header(eventID(tb, "raw_syscalls:sys_exit"), pid, 24)
+	binary.LittleEndian.PutUint64(b[8:], uint64(id))
+	binary.LittleEndian.PutUint64(b[16:], uint64(ret))
+	return b
+}
+
+// engineEvent is one event fed to an Engine.
+type engineEvent struct {
+	rec  []byte
+	cpu  int
+	comm string
+}
+
+// runEngine runs hist over the events of format event and returns its table.
+func runEngine(t *testing.T, event, hist string, events []engineEvent) *Table {
+	t.Helper()
+	spec, err := parse.ParseHist("hist", hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(t, event), nil)
+	if err != nil {
+		t.Fatalf("NewEngine(%q) = %v", hist, err)
+	}
+	for _, ev := range events {
+		e.Add(ev.rec, ev.cpu, ev.comm)
+	}
+	return e.Table()
+}
+
+func entriesEqual(a, b []Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Comm != y.Comm || x.Hitcount != y.Hitcount || !slices.Equal(x.Keys, y.Keys) || !slices.Equal(x.Vals, y.Vals) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEngine checks the Engine's keys, sums and saved comms against tables
+// worked out by hand, entries in the order of their first events.
+func TestEngine(t *testing.T) {
+	exit := func(pid int32, id, ret int64, comm string) engineEvent {
+		return engineEvent{rec: sysExit(t, pid, id, ret), comm: comm}
+	}
+	next := func(nextComm string) engineEvent {
+		return engineEvent{rec: schedSwitch(t, 1, "prev", 1, 120, nextComm, 2, 120), comm: "c"}
+	}
+	for _, tc := range []struct {
+		name   string
+		event  string
+		hist   string
+		events []engineEvent
+		want   []Entry
+	}{
+		{
+			name: "execname_keeps_first_comm", event: "raw_syscalls:sys_exit", hist: "keys=common_pid.execname:vals=ret",
+			events: []engineEvent{
+				exit(7, 0, 1, "first"),
+				exit(7, 0, 2, "second"), // the task exec'd: its entry keeps the old name
+				exit(8, 0, 3, "a-very-long-task-name"),
+				exit(0, 0, 4, "swapper/0"),
+			},
+			want: []Entry{
+				entry(2, "first", keys(num(7)), 3),
+				entry(1, "a-very-long-tas", keys(num(8)), 3),
+				entry(1, "swapper/0", keys(num(0)), 4),
+			},
+		},
+		{
+			name: "values_wrap", event: "raw_syscalls:sys_exit", hist: "keys=id:vals=ret,id",
+			events: []engineEvent{exit(1, 1, -1, "a"), exit(1, 1, 2, "a"), exit(1, 2, -2, "a")},
+			want: []Entry{
+				entry(2, "", keys(num(1)), 1, 2),
+				entry(1, "", keys(num(2)), math.MaxUint64-1, 2),
+			},
+		},
+		{
+			name: "comm_key_truncated", event: "raw_syscalls:sys_exit", hist: "keys=comm",
+			events: []engineEvent{exit(1, 0, 0, "a-very-long-task-name"), exit(2, 0, 0, "a-very-long-task-other"), exit(3, 0, 0, "")},
+			want: []Entry{
+				entry(2, "", keys(str("a-very-long-tas"))),
+				entry(1, "", keys(str(""))),
+			},
+		},
+		{
+			name: "cpu_and_pid_keys", event: "raw_syscalls:sys_exit", hist: "keys=common_cpu,common_pid",
+			events: []engineEvent{
+				{rec: sysExit(t, -5, 0, 0), cpu: 1},
+				{rec: sysExit(t, -5, 0, 0), cpu: 0},
+				{rec: sysExit(t, 42, 0, 0), cpu: 1},
+				{rec: sysExit(t, -5, 0, 0), cpu: 1},
+			},
+			want: []Entry{
+				entry(2, "", keys(num(1), neg(-5))),
+				entry(1, "", keys(num(0), neg(-5))),
+				entry(1, "", keys(num(1), num(42))),
+			},
+		},
+		{
+			name: "string_field_keys", event: "sched:sched_switch", hist: "keys=next_comm",
+			events: []engineEvent{next("a-sixteen-chars!"), next("sh"), next("sh\x00junk"), next("")},
+			want: []Entry{
+				entry(1, "", keys(str("a-sixteen-chars!"))),
+				entry(2, "", keys(str("sh"))),
+				entry(1, "", keys(str(""))),
+			},
+		},
+		{
+			name: "filter", event: "raw_syscalls:sys_exit", hist: `keys=id if comm ~ "ba*" && ret < 0`,
+			events: []engineEvent{exit(1, 1, -1, "bash"), exit(1, 2, 0, "bash"), exit(1, 3, -1, "sh"), exit(1, 1, -4, "banana")},
+			want:   []Entry{entry(2, "", keys(num(1)))},
+		},
+		{
+			name: "other_events", event: "raw_syscalls:sys_exit", hist: "keys=id",
+			events: []engineEvent{
+				{rec: sysEnter(t, 1, 1), comm: "a"},
+				{rec: schedSwitch(t, 1, "a", 1, 2, "b", 3, 4), comm: "a"},
+				{rec: []byte{1}, comm: "a"},
+				{rec: nil, comm: "a"},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runEngine(t, tc.event, tc.hist, tc.events)
+			if !entriesEqual(got.Entries, tc.want) || got.Dropped != 0 || got.Lost != 0 {
+				t.Errorf("Engine(%q): entries %+v, dropped %d, lost %d; want %+v, 0, 0", tc.hist, got.Entries, got.Dropped, got.Lost, tc.want)
+			}
+		})
+	}
+}
+
+// TestEngineDrops fills a table of 128 entries: new keys are then dropped,
+// each time they come, while the keys it holds keep being updated.
+func TestEngineDrops(t *testing.T) {
+	var events []engineEvent
+	for id := range int64(128) {
+		events = append(events, engineEvent{rec: sysExit(t, 1, id, id)})
+	}
+	events = append(events,
+		engineEvent{rec: sysExit(t, 1, 200, 30)}, // full: dropped
+		engineEvent{rec: sysExit(t, 1, 200, 30)}, // the same new key is dropped again
+		engineEvent{rec: sysExit(t, 1, 1, 5)},    // a key of the table is updated
+		engineEvent{rec: sysExit(t, 1, -1, 1)},   // dropped
+		engineEvent{rec: sysEnter(t, 1, 300)},    // another event: neither counted nor dropped
+	)
+	got := runEngine(t, "raw_syscalls:sys_exit", "keys=id:vals=ret:size=128", events)
+	if len(got.Entries) != 128 || got.Dropped != 3 || got.Hits() != 129 {
+		t.Fatalf("entries, dropped, hits = %d, %d, %d, want 128, 3, 129", len(got.Entries), got.Dropped, got.Hits())
+	}
+	if e := got.Entries[1]; !entriesEqual([]Entry{e}, []Entry{entry(2, "", keys(num(1)), 6)}) {
+		t.Errorf("entry of id 1 = %+v, want hitcount 2, ret 6", e)
+	}
+}
+
+// TestEngineBuckets checks the .log2 and .buckets=N keys: the bucket of
+// each value, and values of one bucket sharing an entry.
+func TestEngineBuckets(t *testing.T) {
+	const hist = "keys=id.log2,ret.buckets=10"
+	tests := []struct {
+		id, ret     uint64
+		log2, start uint64
+	}{
+		{0, 0, 0, 0},
+		{1, 9, 0, 0},
+		{2, 10, 1, 10},
+		{3, 19, 2, 10},
+		{4, 20, 2, 20},
+		{100, 12345, 7, 12340},
+		{4096, 1, 12, 0},
+		{4097, 1, 13, 0},
+		{1 << 63, 1, 63, 0},
+		{1<<63 + 1, 1, 64, 0},
+		{math.MaxUint64, math.MaxUint64, 64, math.MaxUint64 / 10 * 10},
+	}
+	for _, tt := range tests {
+		got := runEngine(t, "raw_syscalls:sys_exit", hist, []engineEvent{{rec: sysExit(t, 1, int64(tt.id), int64(tt.ret))}})
+		if k := got.Entries[0].Keys; k[0].Num != tt.log2 || k[1].Num != tt.start {
+			t.Errorf("Engine(%q) of id %d, ret %d: keys %d, %d, want %d, %d", hist, tt.id, tt.ret, k[0].Num, k[1].Num, tt.log2, tt.start)
+		}
+	}
+	got := runEngine(t, "raw_syscalls:sys_exit", hist, []engineEvent{{rec: sysExit(t, 1, 5, 11)}, {rec: sysExit(t, 1, 8, 19)}})
+	if len(got.Entries) != 1 || got.Entries[0].Hitcount != 2 || got.Dropped != 0 {
+		t.Errorf("Engine(%q) of 5/11 and 8/19 = %+v, dropped %d, want one entry with hitcount 2", hist, got.Entries, got.Dropped)
+	}
+}
+
+// TestEngineModel checks the Engine against a plain map on random events
+// that overflow a small table.
+func TestEngineModel(t *testing.T) {
+	type key struct {
+		pid  int32
+		next string
+	}
+	comms := []string{"bash", "sshd", "swapper/0", "a-very-long-task-name"}
+	rng := rand.New(rand.NewPCG(7, 8))
+	spec, err := parse.ParseHist("hist", "keys=common_pid.execname,next_comm:vals=prev_prio:size=128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(t, "sched:sched_switch"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[key]*Entry{}
+	var dropped uint64
+	for range 5000 {
+		k := key{int32(rng.IntN(64)), comms[rng.IntN(len(comms))][:rng.IntN(3)+1]}
+		prio, comm := int32(rng.Uint32()), comms[rng.IntN(len(comms))]
+		e.Add(schedSwitch(t, k.pid, "prev", 1, prio, k.next, 2, 3), rng.IntN(2), comm)
+		if m, ok := model[k]; ok {
+			m.Hitcount++
+			m.Vals[0] += uint64(int64(prio))
+		} else if len(model) < 128 {
+			model[k] = &Entry{Comm: comm[:min(len(comm), 15)], Hitcount: 1, Vals: []uint64{uint64(int64(prio))}}
+		} else {
+			dropped++
+		}
+	}
+	tbl := e.Table()
+	if len(tbl.Entries) != len(model) || tbl.Dropped != dropped || dropped == 0 {
+		t.Fatalf("entries, dropped = %d, %d, want %d, %d (> 0)", len(tbl.Entries), tbl.Dropped, len(model), dropped)
+	}
+	for _, got := range tbl.Entries {
+		m := model[key{int32(got.Keys[0].Num), got.Keys[1].Str}]
+		if m == nil || m.Comm != got.Comm || m.Hitcount != got.Hitcount || m.Vals[0] != got.Vals[0] {
+			t.Errorf("entry %+v, model %+v", got, m)
+		}
+	}
+}
+
+// TestEngineTable checks that a Table is a snapshot: later Adds do not
+// change it, and changing it does not change the Engine.
+func TestEngineTable(t *testing.T) {
+	spec, err := parse.ParseHist("hist", "keys=comm:vals=ret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(t, "raw_syscalls:sys_exit"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Add(sysExit(t, 1, 0, 2), 0, "sh")
+	e.Add(sysExit(t, 1, 0, 2), 0, "sh")
+	first := e.Table()
+	first.Entries[0].Vals[0] = 99
+	first.Entries[0].Keys[0].Str = "changed"
+	e.Add(sysExit(t, 1, 0, 1), 0, "sh")
+	want := entry(3, "", keys(str("sh")), 5)
+	if got := e.Table(); !entriesEqual(got.Entries, []Entry{want}) {
+		t.Errorf("after editing a Table, Table() = %+v, want %+v", got.Entries, want)
+	}
+	if first.Entries[0].Hitcount != 2 {
+		t.Errorf("an Add changed an earlier Table: hitcount %d, want 2", first.Entries[0].Hitcount)
+	}
+}
+
+func TestEngineAddAllocs(t *testing.T) {
+	spec, err := parse.ParseHist("hist", `keys=id.log2,comm:vals=ret:size=128 if comm != "x"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(t, "raw_syscalls:sys_exit"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := sysExit(t, 1, 100, 1)
+	e.Add(rec, 0, "bash")
+	if n := testing.AllocsPerRun(100, func() { e.Add(rec, 0, "bash") }); n != 0 {
+		t.Errorf("Add on an existing key: %v allocations, want 0", n)
+	}
+	for b := range 64 { // 64 log2 buckets for each of two comms
+		e.Add(sysExit(t, 1, 1<<b, 1), 0, "fill")
+		e.Add(sysExit(t, 1, 1<<b, 1), 0, "fill2")
+	}
+	if got := e.Table(); got.Dropped == 0 {
+		t.Fatalf("the table is not full: %d entries", len(got.Entries))
+	}
+	if n := testing.AllocsPerRun(100, func() { e.Add(rec, 0, "dropped") }); n != 0 {
+		t.Errorf("Add of a dropped key: %v allocations, want 0", n)
+	}
+}
+
+func TestNewEngineErrors(t *testing.T) {
+	for _, hist := range []string{"keys=nosuch", "keys=id if nosuch == 1", "keys=id:vals=nosuch"} {
+		spec, err := parse.ParseHist("hist", hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pe *parse.Error
+		if _, err := NewEngine(spec, testutil.Format(t, "raw_syscalls:sys_exit"), nil); !errors.As(err, &pe) || !strings.Contains(err.Error(), "nosuch") {
+			t.Errorf("NewEngine(%q) = %v, want a *parse.Error naming nosuch", hist, err)
 		}
 	}
 }
