@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,21 +44,6 @@ type Table struct {
 	core []span
 }
 
-// Load reads and parses /proc/kallsyms.
-func Load() (*Table, error) {
-	const path = "/proc/kallsyms"
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load kernel symbols: %w", err)
-	}
-	defer f.Close()
-	t, err := Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("load kernel symbols from %s: %w", path, err)
-	}
-	return t, nil
-}
-
 // Parse reads kallsyms text: lines of "addr type name" or
 // "addr type name\t[module]". It returns ErrHidden if every address is
 // zero.
@@ -68,8 +52,13 @@ func Parse(r io.Reader) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read kallsyms: %w", err)
 	}
+	return ParseText(string(b))
+}
+
+// ParseText is Parse of a kallsyms text held in a string, such as
+// tracefs.FS.Kallsyms returns or a trace.dat file stores.
+func ParseText(text string) (*Table, error) {
 	// Names point into text, which saves an allocation per symbol.
-	text := string(b)
 	t := &Table{syms: make([]Sym, 0, strings.Count(text, "\n")+1)}
 	hidden := true
 	for n := 1; text != ""; n++ {
@@ -260,23 +249,10 @@ func (t *Table) FuncRange(name string, addr uint64) (lo, hi uint64, err error) {
 	return s.Addr, s.Addr + s.Size, nil
 }
 
-// loadOnce reads /proc/kallsyms on first use.
-var loadOnce = sync.OnceValues(Load)
-
-// KernelFuncRange is FuncRange over the running kernel's /proc/kallsyms,
-// read on first use.
-func KernelFuncRange(name string, addr uint64) (lo, hi uint64, err error) {
-	t, err := loadOnce()
-	if err != nil {
-		return 0, 0, err
-	}
-	return t.FuncRange(name, addr)
-}
-
 // TextFuncRange returns FuncRange over a kallsyms text, such as a trace.dat
 // file's, parsed on first use.
 func TextFuncRange(text string) func(name string, addr uint64) (lo, hi uint64, err error) {
-	parse := sync.OnceValues(func() (*Table, error) { return Parse(strings.NewReader(text)) })
+	parse := sync.OnceValues(func() (*Table, error) { return ParseText(text) })
 	return func(name string, addr uint64) (uint64, uint64, error) {
 		t, err := parse()
 		if err != nil {

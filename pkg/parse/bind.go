@@ -437,7 +437,7 @@ func (b *binder) bindCPUs(p *Pred, bp *BoundPred, what string) (*BoundPred, erro
 			WithHint("CPU lists allow & (in the list), == and !=")
 	}
 	// The list was checked by the parser.
-	bp.CPUs, _ = parseCPUList(p.Value.Str)
+	bp.CPUs, _ = cpuRanges(p.Value.Str, MaxCPU)
 	return bp, nil
 }
 

@@ -329,7 +329,7 @@ func (p *filterParser) parseValue(pr *Pred) (Value, error) {
 		}
 		p.pos = off + rbrace + 1
 		list := s[off+len("CPUS{") : off+rbrace]
-		if _, err := parseCPUList(list); err != nil {
+		if _, err := cpuRanges(list, MaxCPU); err != nil {
 			return Value{}, p.errorf(off, p.pos, "invalid cpulist %q: %s", list, err.msg).
 				WithHint(`write CPUs as a list such as CPUS{0-3,7}`)
 		}
@@ -401,46 +401,6 @@ func digitValue(c byte) uint64 {
 
 // CPURange is an inclusive range of CPU numbers of a CPUS{} list.
 type CPURange struct{ First, Last int }
-
-// parseCPUList parses the list inside CPUS{...}: comma-separated CPU
-// numbers and ranges such as "0-3,7,9-11", each below MaxCPU.
-func parseCPUList(list string) ([]CPURange, *numberError) {
-	if list == "" {
-		return nil, &numberError{msg: "empty list"}
-	}
-	var out []CPURange
-	for _, item := range strings.Split(list, ",") {
-		first, last, isRange := strings.Cut(item, "-")
-		a, ok1 := cpuNumber(first)
-		b := a
-		ok2 := true
-		if isRange {
-			b, ok2 = cpuNumber(last)
-		}
-		switch {
-		case !ok1 || !ok2:
-			return nil, &numberError{msg: strconv.Quote(item) + " is not a CPU number or range"}
-		case b < a:
-			return nil, &numberError{msg: "range " + strconv.Quote(item) + " is backwards"}
-		}
-		out = append(out, CPURange{First: a, Last: b})
-	}
-	return out, nil
-}
-
-func cpuNumber(s string) (int, bool) {
-	if s == "" || len(s) > 5 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, n < MaxCPU
-}
 
 func isFilterSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'

@@ -1,6 +1,10 @@
 // Package report prints the records of a trace.dat file as trace-cmd
 // report does (trace-cmd 3.1.6 with libtraceevent 1.7 and its default
-// plugins), byte for byte, and as JSON.
+// plugins), byte for byte (Text), and as JSON (one document) or NDJSON
+// (one object per line). A Printer prints records one at a time from
+// formats, kernel symbols and task names alone, so that a live stream
+// prints as a file does. ParseEventFilters binds report's -F arguments
+// through package catalog.
 //
 // Each event's print fmt is parsed once (package parse builds the trees
 // libtraceevent builds) and compiled against the event's fields; records

@@ -72,14 +72,12 @@ func fgraphEntry(p *printer, b []byte, r *rec) ([]byte, bool) {
 	if !ok {
 		return append(b, '!'), true
 	}
-	if p.src != nil {
-		if next, ok := p.src.peek(); ok {
-			var isLeaf bool
-			if b, isLeaf = p.leafReturn(b, ret, &next, pid, fn); isLeaf {
-				p.src.skip()
-				nr := rec{ev: ret, data: next.Data, cpu: next.CPU, ts: next.TS}
-				return p.graphLeaf(b, r, &nr), false
-			}
+	if next, ok := p.peekNext(); ok {
+		var isLeaf bool
+		if b, isLeaf = p.leafReturn(b, ret, &next, pid, fn); isLeaf {
+			p.skipNext()
+			nr := rec{ev: ret, data: next.Data, cpu: next.CPU, ts: next.TS}
+			return p.graphLeaf(b, r, &nr), false
 		}
 	}
 	return p.graphNested(b, r), false

@@ -12,7 +12,7 @@ import (
 // plugin, plain and raw: no panic, one line per record.
 func FuzzRecord(f *testing.F) {
 	dat := openDat(f, sampleDat)
-	formats := map[int]*tracedat.Event{}
+	formats := map[int]EventFormat{}
 	var ids []int
 	for i, e := range testEvents {
 		text := formatText(e.name, 3000+i, e.fields, e.printFmt)
@@ -21,14 +21,14 @@ func FuzzRecord(f *testing.F) {
 			f.Fatal(err)
 		}
 		fm.System = "gtrace"
-		formats[fm.ID] = &tracedat.Event{Format: fm, Text: text}
+		formats[fm.ID] = EventFormat{Format: fm, Text: text}
 		ids = append(ids, fm.ID)
 	}
 	all := openDat(f, "testdata/captured/all2.dat")
 	for _, e := range all.Events {
 		for _, name := range pluginEvents {
 			if e.Format.FullName() == name {
-				formats[e.Format.ID] = e
+				formats[e.Format.ID] = EventFormat{Format: e.Format, Text: e.Text}
 				ids = append(ids, e.Format.ID)
 			}
 		}
@@ -37,7 +37,7 @@ func FuzzRecord(f *testing.F) {
 	f.Add(uint16(3), []byte("\x00\x00\x00\x00\x05\x00\x00\x00abcdefgh\x10\x00\x04\x00xyz\x00"), true)
 	f.Add(uint16(40), make([]byte, 64), false)
 	f.Fuzz(func(t *testing.T, which uint16, data []byte, raw bool) {
-		p := newPrinter(dat, Options{Raw: raw})
+		p := filePrinter(dat, Options{Raw: raw})
 		p.kallsyms = helperKallsyms
 		p.printk = newPrintkMap(helperPrintk)
 		p.formats = formats

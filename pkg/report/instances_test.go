@@ -188,10 +188,11 @@ func TestInstances(t *testing.T) {
 				return want
 			})
 			var j bytes.Buffer
-			if err := JSON(&j, f, Options{}); err != nil {
+			if err := NDJSON(&j, f, Options{}); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", "instances", tt.name+".json"), j.Bytes(), nil)
+			checkGolden(t, filepath.Join("testdata", "instances", tt.name+".ndjson"), j.Bytes(), nil)
+			checkJSONDoc(t, f, Options{}, j.Bytes())
 		})
 	}
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
-// JSON prints one JSON object per record, one per line, the records of
-// all the file's instances merged by timestamp as Text merges them:
+// NDJSON prints one JSON object per record, one per line (newline
+// delimited JSON), the records of all the file's instances merged by
+// timestamp as Text merges them:
 //
 //	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{"prev_comm":"bash",...}}
 //
@@ -29,26 +30,59 @@ import (
 // lost, or -1 when the kernel did not store it. A record of an event the
 // file has no format for has "event":"unknown" and its "id", and no
 // fields. The comm is found as Text finds it.
+func NDJSON(w io.Writer, f *tracedat.File, o Options) error {
+	return writeJSON(w, f, o, false)
+}
+
+// JSON prints the records as one JSON document: an object with "cpus",
+// what Text prints as "cpus=N", and "events", an array of the objects
+// NDJSON prints, one per line:
+//
+//	{"cpus":2,"events":[
+//	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{...}},
+//	{"cpu":0,"ts_ns":637826270456,...}
+//	]}
 func JSON(w io.Writer, f *tracedat.File, o Options) error {
+	return writeJSON(w, f, o, true)
+}
+
+// writeJSON prints NDJSON, or with doc the JSON document.
+func writeJSON(w io.Writer, f *tracedat.File, o Options, doc bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	p := newPrinter(f, o)
+	p := filePrinter(f, o)
 	b := make([]byte, 0, 1024)
+	if doc {
+		b = append(b, `{"cpus":`...)
+		b = strconv.AppendInt(b, int64(cpuCount(f)), 10)
+		b = append(b, ",\"events\":[\n"...)
+		bw.Write(b)
+	}
+	first := true
 	m := newMerge(f, o.CPUs)
 	for m.next() {
 		tr := m.cur.cur
 		id := p.recordType(tr.Data)
 		ev := p.eventFor(id)
-		if o.Filter != nil {
+		if o.Events != nil || o.Filter != nil {
 			var fm *parse.Format
 			if ev != nil {
 				fm = ev.format
 			}
-			p.tr = tr
-			if !o.Filter(fm, &p.tr) {
+			if !p.keep(&o, fm, &tr) {
 				continue
 			}
 		}
-		b = p.jsonRecord(b[:0], m.cur.name, &tr, ev, id)
+		b = b[:0]
+		if doc && !first {
+			// The comma goes after the previous object, before its
+			// newline.
+			b = append(b, ",\n"...)
+		}
+		first = false
+		b = p.jsonRecord(b, m.cur.name, &tr, ev, id)
+		if doc {
+			b = b[:len(b)-1]
+		}
 		if _, err := bw.Write(b); err != nil {
 			return fmt.Errorf("write json: %w", err)
 		}
@@ -56,6 +90,12 @@ func JSON(w io.Writer, f *tracedat.File, o Options) error {
 	if err := m.err(); err != nil {
 		bw.Flush()
 		return fmt.Errorf("read records: %w", err)
+	}
+	if doc {
+		if !first {
+			bw.WriteByte('\n')
+		}
+		bw.WriteString("]}\n")
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write json: %w", err)

@@ -3,16 +3,16 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
-
 	"strconv"
 
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
-// Options select and shape what Text and JSON print.
+// Options select and shape what Text, JSON and NDJSON print.
 type Options struct {
 	// CPUs limits the output to the records of these CPUs (all if empty).
 	// In a file with several instances, CPUs are numbered as trace-cmd
@@ -26,9 +26,12 @@ type Options struct {
 	// Raw prints every field as name=value instead of the event's print
 	// format (trace-cmd report -R).
 	Raw bool
-	// Filter, if set, is asked about every record; those it rejects are
-	// not printed. The format is nil for a record of an unknown event.
-	// The record's Data is only valid during the call.
+	// Events, if set, keeps only the records that report's -F arguments
+	// select (see ParseEventFilters).
+	Events *EventFilter
+	// Filter, if set, is asked about every record Events keeps; those it
+	// rejects are not printed. The format is nil for a record of an
+	// unknown event. The record's Data is only valid during the call.
 	Filter func(f *parse.Format, r *tracedat.Record) bool
 }
 
@@ -36,41 +39,75 @@ type Options struct {
 // kernel's symbols, strings and task names, and the compiled events.
 type printer struct {
 	longSize  int
+	order     binary.ByteOrder
 	bigEndian bool
 	funcs     *funcMap // built from kallsyms on first use
 	kallsyms  string
 	printk    printkMap
 	comms     *comms
-	formats   map[int]*tracedat.Event
+	cmdlines  map[int]string // the saved task names, which filters see
+	formats   map[int]EventFormat
 	events    []*event // by ID, once compiled
 	compiled  []bool
 	fstacks   []*funcStack
 	insn      []byte // the kvm plugin's instruction bytes buffer
 	nul       bool   // a handler printed a NUL
 	src       *recSource
-	rec       rec             // the record being printed
-	tr        tracedat.Record // the record Filter sees
-	opts      Options
-	usecs     bool // timestamps are shown in seconds.microseconds
+	// next and usedNext stand in for src when a Printer's caller gives
+	// the record after the current one.
+	next     func() (Record, bool)
+	usedNext bool
+	rec      rec             // the record being printed
+	tr       tracedat.Record // the record Filter sees
+	raw      bool            // print fields as name=value
+	ns       bool            // nanosecond timestamps
+	usecs    bool            // timestamps are shown in seconds.microseconds
 }
 
-func newPrinter(f *tracedat.File, o Options) *printer {
-	long := f.LongSize
+func newPrinter(o PrinterOptions) *printer {
+	long := o.LongSize
 	if long != 4 {
 		long = 8
 	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if o.BigEndian {
+		order = binary.BigEndian
+	}
 	return &printer{
 		longSize:  long,
-		bigEndian: f.BigEndian,
-		kallsyms:  f.Kallsyms,
-		printk:    newPrintkMap(f.Printk),
-		comms:     newComms(f.Cmdlines),
-		formats:   f.Events,
+		order:     order,
+		bigEndian: o.BigEndian,
+		kallsyms:  o.Kallsyms,
+		printk:    newPrintkMap(o.Printk),
+		comms:     newComms(o.Cmdlines),
+		cmdlines:  o.Cmdlines,
+		formats:   o.Formats,
 		events:    make([]*event, 1<<16),
 		compiled:  make([]bool, 1<<16),
-		opts:      o,
-		usecs:     usecClock(f),
+		raw:       o.Raw,
+		ns:        o.NsTimestamps,
+		usecs:     o.Clock == "" || usecClockName(o.Clock),
 	}
+}
+
+// filePrinter returns the printer of a file's records.
+func filePrinter(f *tracedat.File, o Options) *printer {
+	formats := make(map[int]EventFormat, len(f.Events))
+	for id, e := range f.Events {
+		formats[id] = EventFormat{Format: e.Format, Text: e.Text}
+	}
+	p := newPrinter(PrinterOptions{
+		Formats:      formats,
+		Kallsyms:     f.Kallsyms,
+		Printk:       f.Printk,
+		Cmdlines:     f.Cmdlines,
+		LongSize:     f.LongSize,
+		BigEndian:    f.BigEndian,
+		NsTimestamps: o.NsTimestamps,
+		Raw:          o.Raw,
+	})
+	p.usecs = usecClock(f)
+	return p
 }
 
 // syms returns the kernel symbols, parsing kallsyms the first time.
@@ -81,13 +118,30 @@ func (p *printer) syms() *funcMap {
 	return p.funcs
 }
 
+// keep reports whether the options let a record through: the format is
+// that of its event, nil if unknown.
+func (p *printer) keep(o *Options, fm *parse.Format, r *tracedat.Record) bool {
+	if o.Events != nil && !o.Events.match(p, fm, r) {
+		return false
+	}
+	if o.Filter != nil {
+		p.tr = *r
+		return o.Filter(fm, &p.tr)
+	}
+	return true
+}
+
 // usecClock reports whether trace-cmd shows the file's timestamps as
 // seconds.microseconds: for the clocks that count nanoseconds.
 func usecClock(f *tracedat.File) bool {
-	if hasOption(f, tracedat.OptionTSC2NSec) {
-		return true
-	}
-	switch c := f.Clock; c {
+	return hasOption(f, tracedat.OptionTSC2NSec) || usecClockName(f.Clock)
+}
+
+// usecClockName reports whether trace-cmd shows the timestamps of a trace
+// clock as seconds.microseconds: those of the clocks it knows to count
+// nanoseconds (not boot's, in trace-cmd 3.1.6).
+func usecClockName(c string) bool {
+	switch c {
 	case "local", "global", "uptime", "perf", "tai", "tsc2nsec":
 		return true
 	default:
@@ -130,7 +184,7 @@ func hasOption(f *tracedat.File, id tracedat.OptionID) bool {
 // the longest name, and ": " (blanks for the top instance).
 func Text(w io.Writer, f *tracedat.File, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	p := newPrinter(f, o)
+	p := filePrinter(f, o)
 	line := bw.AvailableBuffer()
 	line = append(line, "cpus="...)
 	line = strconv.AppendInt(line, int64(cpuCount(f)), 10)
@@ -142,13 +196,12 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 		p.src = &s.recSource
 		r := &s.cur
 		ev := p.eventFor(p.recordType(r.Data))
-		if o.Filter != nil {
+		if o.Events != nil || o.Filter != nil {
 			var fm *parse.Format
 			if ev != nil {
 				fm = ev.format
 			}
-			p.tr = *r
-			if !o.Filter(fm, &p.tr) {
+			if !p.keep(&o, fm, r) {
 				continue
 			}
 		}
@@ -169,14 +222,16 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 	return nil
 }
 
-// recordType is the record's common_type.
+// recordType is the record's common_type, 0 if it has none.
 func (p *printer) recordType(data []byte) int {
-	return int(p.readNum(data, 0, 2))
+	id, _ := parse.CommonTypeOrder(data, p.order)
+	return id
 }
 
-// recordPid is the record's common_pid.
+// recordPid is the record's common_pid, 0 if it has none.
 func (p *printer) recordPid(data []byte) int32 {
-	return int32(p.readNum(data, 4, 4))
+	pid, _ := parse.CommonPIDOrder(data, p.order)
+	return pid
 }
 
 // line formats one record and its newline, after the dropped-events note
@@ -226,7 +281,7 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 	b = append(b, ": "...)
 	b = appendSpaces(b, 20-len(ev.name))
 	start := len(b)
-	if p.opts.Raw {
+	if p.raw {
 		b = p.rawFields(b, r)
 	} else {
 		pretty := true
@@ -259,7 +314,7 @@ func (p *printer) appendTS(b []byte, ts uint64) []byte {
 	switch {
 	case !p.usecs:
 		return appendPadded(b, ts, 12, ' ')
-	case p.opts.NsTimestamps:
+	case p.ns:
 		return appendTime(b, ts, 9, 1)
 	}
 	return appendTime(b, ts, 6, 1000)

@@ -47,14 +47,16 @@ func TestSampleStat(t *testing.T) {
 	checkGolden(t, filepath.Join("testdata", "sample", "sched_switch.stat.txt"), b.Bytes(), func() []byte { return traceCmd(t, sampleDat, "--stat") })
 }
 
-// TestJSON checks the JSON form of the helpers file.
-func TestJSON(t *testing.T) {
+// TestNDJSON checks the NDJSON form of the helpers file, and that JSON
+// holds the same objects.
+func TestNDJSON(t *testing.T) {
 	f := openDat(t, helperFile(t))
 	var b bytes.Buffer
-	if err := JSON(&b, f, Options{}); err != nil {
+	if err := NDJSON(&b, f, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, filepath.Join("testdata", "helpers.json"), b.Bytes(), nil)
+	checkGolden(t, filepath.Join("testdata", "helpers.ndjson"), b.Bytes(), nil)
+	checkJSONDoc(t, f, Options{}, b.Bytes())
 }
 
 // TestFilter checks that Options.Filter sees every record and its format,
@@ -77,10 +79,11 @@ func TestFilter(t *testing.T) {
 		t.Errorf("Text with a CPU 1 filter printed %d lines, want 43", c)
 	}
 	var j bytes.Buffer
-	if err := JSON(&j, f, o); err != nil {
+	if err := NDJSON(&j, f, o); err != nil {
 		t.Fatal(err)
 	}
 	if c := bytes.Count(j.Bytes(), []byte("\n")); c != 42 {
-		t.Errorf("JSON with a CPU 1 filter printed %d lines, want 42", c)
+		t.Errorf("NDJSON with a CPU 1 filter printed %d lines, want 42", c)
 	}
+	checkJSONDoc(t, f, o, j.Bytes())
 }

@@ -28,6 +28,9 @@ var ErrNoEvent = errors.New("no such event")
 // FS is a mounted tracefs.
 type FS struct {
 	Root string // the mount point, e.g. /sys/kernel/tracing
+	// KallsymsPath is the file Kallsyms reads; "" means /proc/kallsyms.
+	// Tests point it at a copy.
+	KallsymsPath string
 }
 
 // Event names one trace event.
@@ -195,21 +198,44 @@ func (t *FS) Lookup(name string) (Event, error) {
 
 // Format reads and parses the format file of an event.
 func (t *FS) Format(e Event) (*parse.Format, error) {
+	f, _, err := t.ReadFormat(e)
+	return f, err
+}
+
+// ReadFormat reads the format file of an event and returns it parsed, with
+// System set, and its text verbatim. An event without a format file is an
+// *EventError.
+func (t *FS) ReadFormat(e Event) (*parse.Format, string, error) {
 	p := t.Path("events", e.System, e.Name, "format")
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		all, _ := t.Events()
-		return nil, &EventError{Pattern: e.String(), Suggestions: closest(e.String(), all, 3)}
+		return nil, "", &EventError{Pattern: e.String(), Suggestions: closest(e.String(), all, 3)}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read format of %s: %w", e, err)
+		return nil, "", fmt.Errorf("read format of %s: %w", e, err)
 	}
 	f, err := parse.ParseFormat(path.Join("events", e.System, e.Name, "format"), string(b))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	f.System = e.System
-	return f, nil
+	return f, string(b), nil
+}
+
+// Kallsyms reads the running kernel's symbols, /proc/kallsyms (or
+// KallsymsPath). Without CAP_SYSLOG, or with kernel.kptr_restrict 2, the
+// kernel shows every address as zero; package ksym tells.
+func (t *FS) Kallsyms() (string, error) {
+	p := t.KallsymsPath
+	if p == "" {
+		p = "/proc/kallsyms"
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("read kernel symbols: %w", err)
+	}
+	return string(b), nil
 }
 
 // EventError says that a pattern named no event.

@@ -97,3 +97,34 @@ func TestPrivilegedOpen(t *testing.T) {
 		t.Errorf("raw_syscalls:sys_enter id = %+v", id)
 	}
 }
+
+func TestReadFormat(t *testing.T) {
+	fs := fakeFS(t, "raw_syscalls:sys_enter")
+	f, text, err := fs.ReadFormat(Event{"raw_syscalls", "sys_enter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(fs.Path("events", "raw_syscalls", "sys_enter", "format"))
+	if f.FullName() != "raw_syscalls:sys_enter" || text != string(b) {
+		t.Errorf("ReadFormat() = %s, %q, want the format and %q", f.FullName(), text, b)
+	}
+	if _, _, err := fs.ReadFormat(Event{"raw_syscalls", "sys_entr"}); !errors.Is(err, ErrNoEvent) {
+		t.Errorf("ReadFormat(no such event) = %v, want ErrNoEvent", err)
+	}
+}
+
+func TestKallsyms(t *testing.T) {
+	fs := fakeFS(t)
+	fs.KallsymsPath = filepath.Join(t.TempDir(), "kallsyms")
+	want := "ffffffff81000000 T _stext\n"
+	if err := os.WriteFile(fs.KallsymsPath, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fs.Kallsyms(); got != want || err != nil {
+		t.Errorf("Kallsyms() = %q, %v, want %q", got, err, want)
+	}
+	fs.KallsymsPath = filepath.Join(t.TempDir(), "none")
+	if _, err := fs.Kallsyms(); err == nil {
+		t.Error("Kallsyms() of a missing file: no error")
+	}
+}
