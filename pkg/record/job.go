@@ -25,7 +25,6 @@ type Job struct {
 	plan *Plan
 	fs   *tracefs.FS
 	o    JobOptions
-	out  Output
 	sess *Session
 }
 
