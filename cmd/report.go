@@ -27,7 +27,7 @@ type reportOptions struct {
 	Format  string
 }
 
-var reportFormats = []string{"text", "json"}
+var reportFormats = []string{"text", "json", "ndjson"}
 
 func newReportCmd(d *Deps, runF func(*reportOptions) error) *cobra.Command {
 	o := &reportOptions{}
@@ -115,6 +115,8 @@ func runReport(d *Deps, o *reportOptions) error {
 		err = report.Stat(w, f)
 	case o.Format == "json":
 		err = report.JSON(w, f, ro)
+	case o.Format == "ndjson":
+		err = report.NDJSON(w, f, ro)
 	default:
 		err = report.Text(w, f, ro)
 	}

@@ -134,7 +134,7 @@ func TestPrivilegedReportInstances(t *testing.T) {
 	}
 
 	// JSON: the records of the instances, and only those, name them.
-	out, errOut, code := run(t, "report", "-i", files["v7-zstd"], "--format", "json")
+	out, errOut, code := run(t, "report", "-i", files["v7-zstd"], "--format", "ndjson")
 	if code != 0 {
 		t.Fatalf("--format json: exit %d: %s", code, errOut)
 	}

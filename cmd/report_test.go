@@ -88,7 +88,7 @@ func TestReportFilterErrors(t *testing.T) {
 
 func TestReportJSON(t *testing.T) {
 	d, out, errb := fakeDeps(t)
-	if code := runDeps(d, "report", "-i", sample, "--format", "json"); code != 0 {
+	if code := runDeps(d, "report", "-i", sample, "--format", "ndjson"); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
 	if n := strings.Count(out.String(), "\n"); n != 95 {
