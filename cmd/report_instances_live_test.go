@@ -133,16 +133,29 @@ func TestPrivilegedReportInstances(t *testing.T) {
 		}
 	}
 
-	// JSON: the records of the instances, and only those, name them.
-	out, errOut, code := run(t, "report", "-i", files["v7-zstd"], "--format", "json")
+	// JSON: the records of the instances, and only those, name them;
+	// ndjson has the same objects, one a line.
+	out, errOut, code := run(t, "report", "-i", files["v7-zstd"], "--format", "ndjson")
+	if code != 0 {
+		t.Fatalf("--format ndjson: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	doc, errOut, code := run(t, "report", "-i", files["v7-zstd"], "--format", "json")
 	if code != 0 {
 		t.Fatalf("--format json: exit %d: %s", code, errOut)
 	}
+	var all struct{ Events []json.RawMessage }
+	if err := json.Unmarshal([]byte(doc), &all); err != nil || len(all.Events) != len(lines) {
+		t.Fatalf("--format json: %v, %d events; want a document of the %d ndjson lines", err, len(all.Events), len(lines))
+	}
 	seen := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+	for i, line := range lines {
+		if string(all.Events[i]) != line {
+			t.Errorf("--format json event %d = %s, ndjson line %s", i, all.Events[i], line)
+		}
 		var rec struct{ Instance *string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("--format json: %v in line %s", err, line)
+			t.Fatalf("--format ndjson: %v in line %s", err, line)
 		}
 		switch {
 		case rec.Instance == nil:
@@ -150,11 +163,11 @@ func TestPrivilegedReportInstances(t *testing.T) {
 		case *rec.Instance == short || *rec.Instance == long:
 			seen[*rec.Instance]++
 		default:
-			t.Errorf("--format json: line of instance %q", *rec.Instance)
+			t.Errorf("--format ndjson: line of instance %q", *rec.Instance)
 		}
 	}
 	if seen[""] == 0 || seen[short] == 0 || seen[long] == 0 {
-		t.Errorf("--format json: records per instance %v, want some of the top instance, %s and %s", seen, short, long)
+		t.Errorf("--format ndjson: records per instance %v, want some of the top instance, %s and %s", seen, short, long)
 	}
 }
 
