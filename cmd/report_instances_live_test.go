@@ -106,7 +106,10 @@ func TestPrivilegedReportInstances(t *testing.T) {
 	// trace-cmd numbers the CPUs of the instances after those of the top
 	// one: with N CPUs, N is the first CPU of the first instance.
 	runs := [][]string{nil, {"-t"}, {"-R"}, {"--stat"}, {"--cpu", "0"}, {"--cpu", strconv.Itoa(cpus)}, {"--cpu", fmt.Sprintf("1,%d-%d", 2*cpus, 3*cpus-1)}}
-	filters := []string{"sched_switch: prev_pid == 0 || next_pid == 0", "sched_wakeup,sys_enter: common_pid != 0"}
+	// Switches from or to the idle task happen on an idle machine,
+	// preemptions (prev_state 0) on a busy one, such as under a parallel
+	// go test ./...: the first filter keeps some records either way.
+	filters := []string{"sched_switch: prev_pid == 0 || next_pid == 0 || prev_state == 0", "sched_wakeup,sys_enter: common_pid != 0"}
 	for name, f := range files {
 		for _, args := range runs {
 			want := traceCmd(t, append([]string{"report", "-i", f}, args...)...)
@@ -216,21 +219,27 @@ func traceCmdFiltered(t *testing.T, file, filter string) string {
 
 // extractAll has trace-cmd extract the top instance and all others into
 // file, keeping the instances (extract -a deletes them otherwise).
-// trace-cmd fails when /proc/kallsyms changes size while it copies it, as
-// it does while the kernel frees the BPF programs of the tests before:
-// it is tried again then.
 func extractAll(t *testing.T, file string) {
+	t.Helper()
+	traceCmdExtract(t, "-a", "-k", "-o", file)
+}
+
+// traceCmdExtract runs trace-cmd extract with args. trace-cmd fails when
+// /proc/kallsyms changes size while it copies it, as it does while the
+// kernel loads or frees the BPF programs of other tests (go test ./...
+// runs packages in parallel): it is tried again then.
+func traceCmdExtract(t *testing.T, args ...string) {
 	t.Helper()
 	for try := 1; ; try++ {
 		var errb bytes.Buffer
-		c := exec.Command(requireTraceCmd(t), "extract", "-a", "-k", "-o", file)
+		c := exec.Command(requireTraceCmd(t), append([]string{"extract"}, args...)...)
 		c.Stderr = &errb
 		err := c.Run()
 		if err == nil {
 			return
 		}
 		if try == 10 || !strings.Contains(errb.String(), "error in size of file '/proc/kallsyms'") {
-			t.Fatalf("trace-cmd extract -a -k -o %s: %v\n%s", file, err, errb.String())
+			t.Fatalf("trace-cmd extract %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 		}
 		t.Logf("trace-cmd extract, try %d: /proc/kallsyms changed size", try)
 		time.Sleep(200 * time.Millisecond)
