@@ -215,8 +215,15 @@ func traceCmdFiltered(t *testing.T, file, filter string) string {
 // here resolve no kernel addresses, so any copy will do.
 func extractAll(t *testing.T, file string) {
 	t.Helper()
+	traceCmdExtract(t, "-a", "-k", "-o", file)
+}
+
+// traceCmdExtract runs trace-cmd extract with args, again while
+// /proc/kallsyms changes size under it, then with a still copy of it.
+func traceCmdExtract(t *testing.T, args ...string) {
+	t.Helper()
 	const tries = 4
-	argv := []string{requireTraceCmd(t), "extract", "-a", "-k", "-o", file}
+	argv := append([]string{requireTraceCmd(t), "extract"}, args...)
 	for try := 1; ; try++ {
 		stderr, err := runExtract(exec.Command(argv[0], argv[1:]...))
 		if err == nil {

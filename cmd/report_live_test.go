@@ -85,7 +85,7 @@ func TestPrivilegedReportTraceCmdFiles(t *testing.T) {
 
 	dir := t.TempDir()
 	v7 := filepath.Join(dir, "v7.dat")
-	traceCmd(t, "extract", "-o", v7)
+	traceCmdExtract(t, "-o", v7)
 	files := map[string]string{"v7-zstd": v7}
 	files["v7-none"] = filepath.Join(dir, "v7n.dat")
 	traceCmd(t, "convert", "-i", v7, "-o", files["v7-none"], "--compression", "none")

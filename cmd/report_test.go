@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
@@ -86,16 +87,50 @@ func TestReportFilterErrors(t *testing.T) {
 	}
 }
 
+// TestReportJSON: ndjson is one object per line and event; json is one
+// document holding the same objects.
 func TestReportJSON(t *testing.T) {
 	d, out, errb := fakeDeps(t)
 	if code := runDeps(d, "report", "-i", sample, "--format", "ndjson"); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	if n := strings.Count(out.String(), "\n"); n != 95 {
-		t.Errorf("%d JSON lines, want one per event (95)", n)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 95 {
+		t.Errorf("%d NDJSON lines, want one per event (95)", len(lines))
 	}
 	if !regexp.MustCompile(`"prev_comm":"swapper/0"`).MatchString(out.String()) {
 		t.Errorf("JSON lacks typed fields:\n%.500s", out)
+	}
+	for _, line := range lines {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("NDJSON line is not JSON: %s", line)
+		}
+	}
+
+	d, out, errb = fakeDeps(t)
+	if code := runDeps(d, "report", sample, "--format", "json", "--cpu", "1"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc struct {
+		CPUs   int `json:"cpus"`
+		Events []struct {
+			CPU    int            `json:"cpu"`
+			TS     uint64         `json:"ts_ns"`
+			Event  string         `json:"event"`
+			Fields map[string]any `json:"fields"`
+		} `json:"events"`
+	}
+	dec := json.NewDecoder(out)
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		t.Fatalf("--format json is not one JSON document: %v, more %v", err, dec.More())
+	}
+	if doc.CPUs != 2 || len(doc.Events) != 42 {
+		t.Errorf("--format json --cpu 1: cpus %d, %d events, want 2 and 42", doc.CPUs, len(doc.Events))
+	}
+	for _, e := range doc.Events {
+		if e.CPU != 1 || e.Event != "sched:sched_switch" || e.Fields["prev_comm"] == nil {
+			t.Errorf("--format json event %+v", e)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"sync"
 
@@ -167,6 +168,10 @@ func OpenFile(name string) (*tracedat.File, Catalog, error) {
 	f, err := tracedat.OpenSpooled(name)
 	if errors.Is(err, tracedat.ErrNotSpooled) {
 		f, err = tracedat.Open(name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == name {
+		return nil, nil, pe // not "open NAME: open NAME: ..."
 	}
 	if err != nil {
 		return nil, nil, err

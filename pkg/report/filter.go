@@ -32,6 +32,10 @@ func ParseEventFilters(c catalog.Catalog, specs []string) (*EventFilter, []*pars
 	ef := &EventFilter{}
 	var warns []*parse.Error
 	for _, spec := range specs {
+		if _, off := splitEventFilter(spec); off >= 0 && strings.TrimSpace(spec[off:]) == "" {
+			return nil, nil, parse.Errorf("-F", spec, len(spec), len(spec), "empty filter").
+				WithHint("write 'EVENT: FILTER', or EVENT alone for all its records")
+		}
 		sel, w, err := catalog.Select(c, selectors(spec), catalog.SelectOptions{})
 		if err != nil {
 			return nil, nil, err

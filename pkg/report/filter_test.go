@@ -113,6 +113,8 @@ func TestEventFilterErrors(t *testing.T) {
 			"  hint: did you mean \"sched:sched_switch\"? events are NAME, SYSTEM:NAME, SYSTEM or a glob; gtrace list -i FILE shows them"},
 		{"sched_waking, nosuch : pid == 1", "-F:1:15: no event \"nosuch\" in the file\n  sched_waking, nosuch : pid == 1\n                ^~~~~~\n"},
 		{"sched_switch: prev_pid ==", "-F:1:24: missing value after \"==\""},
+		{"sched_switch:", "-F:1:14: empty filter\n  sched_switch:\n               ^"},
+		{"sched_switch:  ", "-F:1:16: empty filter"},
 		{"kmem:kmalloc: call_site.function == nosuchfunc", "-F:1:37: no kernel function \"nosuchfunc\""},
 	}
 	for _, tc := range tests {
