@@ -25,9 +25,13 @@
 # keyed by process, get one entry per process as with separate programs.
 # Its figure is the loop threads' CPU time per call (-c wall: wall time).
 # Each round runs every mode once, in an order that rotates from round to
-# round so that noise hits all modes alike; the table reports per-mode
-# medians over the rounds, overhead = median(mode) - median(none), and the
-# ratios of gtrace's overhead to the others'.
+# round so that noise hits all modes alike, and each mode's run is paired
+# with a run of the loop without tracing right before it: the mode's
+# overhead in that round is the difference of the two, so that the slow
+# drifts of a shared machine (which move a loop's figure by 10-20% within
+# minutes) cancel out. The table reports per-mode medians over the rounds
+# (none: of all the untraced runs), the medians of the paired overheads,
+# and the ratios of gtrace's overhead to the others'.
 #
 # Every tracer that counts must have counted every getppid call of the
 # loop (gtrace: no Dropped: and the hitcounts of id getppid; bpftrace,
@@ -66,7 +70,8 @@ markdown table with PASS/FAIL per target.
               other load); wall: wall time per call and thread
   -m MODES    comma-separated subset of
               $all_modes
-              (default: all; none is always run)
+              (default: all; none, the untraced run before each mode's,
+              is always run)
 
 Needs root. Builds gtrace and the helpers with the go command on PATH.
 EOF
@@ -115,9 +120,10 @@ for s in syscount bpf-syscount /usr/sbin/syscount /usr/sbin/bpf-syscount; do
 	fi
 done
 
-# The modes to run, in the canonical order; none is the baseline of all.
+# The modes to run, in the canonical order; none, the baseline, runs
+# before each of them.
 notes=()
-run_modes=(none)
+run_modes=()
 for m in ${all_modes//,/ }; do
 	[[ $m != none && ",$modes," == *",$m,"* ]] || continue
 	case $m in
@@ -142,6 +148,10 @@ for m in ${all_modes//,/ }; do
 	esac
 	run_modes+=("$m")
 done
+if ((${#run_modes[@]} == 0)); then
+	echo "$prog: no mode to run besides none" >&2
+	exit 1
+fi
 have_bpftool=false
 command -v bpftool >/dev/null && have_bpftool=true
 
@@ -316,6 +326,7 @@ for ((r = 0; r < rounds; r++)); do
 	line="round $((r + 1))/$rounds:"
 	for ((i = 0; i < ${#run_modes[@]}; i++)); do
 		mode=${run_modes[(i + r) % ${#run_modes[@]}]}
+		base=$("$tmp/loop" "${loop_args[@]}")
 		start "$mode"
 		if $have_bpftool; then
 			n=$(attached_elsewhere)
@@ -337,8 +348,8 @@ for ((r = 0; r < rounds; r++)); do
 			notes+=("round $((r + 1)): $mode counted $got of the loop's $expected getppid calls: FAIL (its figure would flatter it).")
 			lost=1
 		fi
-		echo "$mode $ns" >>"$results"
-		line+=" $mode $ns"
+		echo "$mode $base $ns" >>"$results"
+		line+=" $mode $base/$ns"
 	done
 	echo "$line" >&2
 done
@@ -371,8 +382,12 @@ attach_name() {
 	for m in "${run_modes[@]}"; do
 		attach+="$m=$(attach_name "$m");"
 	done
-	awk -v order="${run_modes[*]}" -v attach="$attach" -v same="$same_ref" -v lost="$lost" '
-	{ v[$1, ++n[$1]] = $2 }
+	awk -v order="none ${run_modes[*]}" -v attach="$attach" -v same="$same_ref" -v lost="$lost" '
+	{
+		v["none", ++n["none"]] = $2
+		v[$1, ++n[$1]] = $3
+		v[$1 "-over", ++n[$1 "-over"]] = $3 - $2
+	}
 	function median(m,    a, i, j, t, k) {
 		k = n[m]
 		for (i = 1; i <= k; i++) a[i] = v[m, i]
@@ -384,7 +399,10 @@ attach_name() {
 		k = split(attach, pairs, ";")
 		for (i = 1; i <= k; i++) { split(pairs[i], kv, "="); at[kv[1]] = kv[2] }
 		k = split(order, modes, " ")
-		for (i = 1; i <= k; i++) { med[modes[i]] = median(modes[i]); over[modes[i]] = med[modes[i]] - med["none"] }
+		for (i = 1; i <= k; i++) {
+			m = modes[i]; med[m] = median(m)
+			over[m] = m == "none" ? 0 : median(m "-over")
+		}
 		print "| mode | attach point | ns/call | overhead ns/event | gtrace / mode |"
 		print "|---|---|---:|---:|---:|"
 		for (i = 1; i <= k; i++) {
