@@ -33,6 +33,14 @@
 # (none: of all the untraced runs), the medians of the paired overheads,
 # and the ratios of gtrace's overhead to the others'.
 #
+# After its paired runs, each mode's tracer runs under a shorter loop
+# (CALLS/4) with the kernel's BPF run-time statistics on (BPF_ENABLE_STATS
+# from the loop, which leaves kernel.bpf_stats_enabled alone), and the run
+# time and count of the tracer's programs, from the fdinfo of their file
+# descriptors, give the time its programs take per event ("program
+# ns/event", median over the rounds): the part of the overhead that is
+# the program's own, without the attach point's, and with far less noise.
+#
 # Every tracer that counts must have counted every getppid call of the
 # loop (gtrace: no Dropped: and the hitcounts of id getppid; bpftrace,
 # syscount and the references: their counts at exit). A round in which a
@@ -294,6 +302,25 @@ stop() {
 	tracer=
 }
 
+# prog_stats: "ID RUN_TIME_NS RUN_CNT" of each BPF program the tracer
+# holds a file descriptor of.
+prog_stats() {
+	local f
+	for f in /proc/"$tracer"/fdinfo/*; do
+		awk '/^prog_id:/ { id = $2 } /^run_time_ns:/ { t = $2 } /^run_cnt:/ { n = $2 }
+			END { if (id != "" && n != "") print id, t, n }' "$f" 2>/dev/null || true
+	done
+}
+
+# program_ns BEFORE AFTER: the programs' run time per event between two
+# prog_stats outputs (files): the sum of their run times over the largest
+# of their run counts; "-" when they did not run.
+program_ns() {
+	awk 'NR == FNR { t0[$1] = $2; n0[$1] = $3; next }
+		{ t += $2 - t0[$1]; n = $3 - n0[$1]; if (n > max) max = n }
+		END { if (max > 0) printf "%.1f\n", t / max; else print "-" }' "$1" "$2"
+}
+
 # counted MODE: the getppid calls the tracer of MODE counted, from its
 # output; "-" for a mode that counts nothing.
 counted() {
@@ -335,6 +362,10 @@ for ((r = 0; r < rounds; r++)); do
 			fi
 		fi
 		ns=$("$tmp/loop" "${loop_args[@]}")
+		prog_stats >"$tmp/stats0"
+		"$tmp/loop" -bpf-stats -n $((calls / 4 + 1)) "${loop_args[@]:2}" >/dev/null
+		prog_stats >"$tmp/stats1"
+		pns=$(program_ns "$tmp/stats0" "$tmp/stats1")
 		stop
 		if [[ $mode == gtrace ]]; then
 			dropped=$(awk '/^ *Dropped: / { d += $2 } END { print d + 0 }' "$tmp/out.gtrace")
@@ -348,8 +379,8 @@ for ((r = 0; r < rounds; r++)); do
 			notes+=("round $((r + 1)): $mode counted $got of the loop's $expected getppid calls: FAIL (its figure would flatter it).")
 			lost=1
 		fi
-		echo "$mode $base $ns" >>"$results"
-		line+=" $mode $base/$ns"
+		echo "$mode $base $ns $pns" >>"$results"
+		line+=" $mode $base/$ns/$pns"
 	done
 	echo "$line" >&2
 done
@@ -387,6 +418,7 @@ attach_name() {
 		v["none", ++n["none"]] = $2
 		v[$1, ++n[$1]] = $3
 		v[$1 "-over", ++n[$1 "-over"]] = $3 - $2
+		if ($4 != "-") v[$1 "-prog", ++n[$1 "-prog"]] = $4
 	}
 	function median(m,    a, i, j, t, k) {
 		k = n[m]
@@ -402,14 +434,17 @@ attach_name() {
 		for (i = 1; i <= k; i++) {
 			m = modes[i]; med[m] = median(m)
 			over[m] = m == "none" ? 0 : median(m "-over")
+			if (n[m "-prog"] > 0) pr[m] = median(m "-prog")
 		}
-		print "| mode | attach point | ns/call | overhead ns/event | gtrace / mode |"
-		print "|---|---|---:|---:|---:|"
+		print "| mode | attach point | ns/call | overhead ns/event | gtrace / mode | program ns/event | gtrace / mode |"
+		print "|---|---|---:|---:|---:|---:|---:|"
 		for (i = 1; i <= k; i++) {
 			m = modes[i]
-			if (m == "none") { printf "| none | - | %.1f | 0 | - |\n", med[m]; continue }
+			if (m == "none") { printf "| none | - | %.1f | 0 | - | - | - |\n", med[m]; continue }
 			r = ("gtrace" in over && over[m] > 0) ? sprintf("%.2f", over["gtrace"] / over[m]) : "-"
-			printf "| %s | %s | %.1f | %.1f | %s |\n", m, at[m], med[m], over[m], r
+			p = (m in pr) ? sprintf("%.1f", pr[m]) : "-"
+			q = (("gtrace" in pr) && (m in pr) && pr[m] > 0) ? sprintf("%.2f", pr["gtrace"] / pr[m]) : "-"
+			printf "| %s | %s | %.1f | %.1f | %s | %s | %s |\n", m, at[m], med[m], over[m], r, p, q
 		}
 		if (!("gtrace" in over)) exit lost
 		print ""

@@ -321,13 +321,13 @@ function add(arr, key, v) { if (v != "-") arr[key] = arr[key] " " v }
 		ok[key] = 0
 		w = $0
 		for (i = 1; i <= 9; i++) sub(/^[^ ]+ /, "", w)
-		why[key] = why[key] (why[key] ? "; " : "") w
+		if (!index(why[key], w)) why[key] = why[key] (why[key] ? "; " : "") w
 	}
 }
 function fmt(v) { return v == "-" ? "-" : sprintf("%.3f", v) }
 END {
 	ns = split(sets, S, ";"); nt = split(tools, T, " ")
-	print "| events | recorder | first event s | attached s | set up s | back at shell s | events in file | lost | complete, nothing lost |"
+	print "| events | recorder | first event s | attached s | set up s | back at shell s | events in file | lost, all rounds | complete, nothing lost |"
 	print "|---|---|---:|---:|---:|---:|---:|---:|---|"
 	for (i = 1; i <= ns; i++) for (j = 1; j <= nt; j++) {
 		key = T[j] SUBSEP S[i]
