@@ -45,7 +45,11 @@
 # loop (gtrace: no Dropped: and the hitcounts of id getppid; bpftrace,
 # syscount and the references: their counts at exit). A round in which a
 # tracer dropped or missed events makes the run FAIL: its figure would
-# flatter it. See docs/performance.md.
+# flatter it.
+#
+# Targets (PASS/FAIL): gtrace's overhead at most 1.1x that of the
+# reference on its attach point, at most 1.0x syscount -P's and at most
+# 0.35x bpftrace's, and every event counted. See docs/performance.md.
 #
 # Usage: sudo bench/hist-overhead.sh [-r ROUNDS] [-n CALLS] [-t THREADS] [-T]
 #                                    [-s SIZE] [-c cpu|wall] [-m MODES]
