@@ -25,15 +25,31 @@
 # keyed by process, get one entry per process as with separate programs.
 # Its figure is the loop threads' CPU time per call (-c wall: wall time).
 # Each round runs every mode once, in an order that rotates from round to
-# round so that noise hits all modes alike; the table reports per-mode
-# medians over the rounds, overhead = median(mode) - median(none), and the
-# ratios of gtrace's overhead to the others'.
+# round so that noise hits all modes alike, and each mode's run is paired
+# with a run of the loop without tracing right before it: the mode's
+# overhead in that round is the difference of the two, so that the slow
+# drifts of a shared machine (which move a loop's figure by 10-20% within
+# minutes) cancel out. The table reports per-mode medians over the rounds
+# (none: of all the untraced runs), the medians of the paired overheads,
+# and the ratios of gtrace's overhead to the others'.
+#
+# After its paired runs, each mode's tracer runs under a shorter loop
+# (CALLS/4) with the kernel's BPF run-time statistics on (BPF_ENABLE_STATS
+# from the loop, which leaves kernel.bpf_stats_enabled alone), and the run
+# time and count of the tracer's programs, from the fdinfo of their file
+# descriptors, give the time its programs take per event ("program
+# ns/event", median over the rounds): the part of the overhead that is
+# the program's own, without the attach point's, and with far less noise.
 #
 # Every tracer that counts must have counted every getppid call of the
 # loop (gtrace: no Dropped: and the hitcounts of id getppid; bpftrace,
 # syscount and the references: their counts at exit). A round in which a
 # tracer dropped or missed events makes the run FAIL: its figure would
-# flatter it. See docs/performance.md.
+# flatter it.
+#
+# Targets (PASS/FAIL): gtrace's overhead at most 1.1x that of the
+# reference on its attach point, at most 1.0x syscount -P's and at most
+# 0.35x bpftrace's, and every event counted. See docs/performance.md.
 #
 # Usage: sudo bench/hist-overhead.sh [-r ROUNDS] [-n CALLS] [-t THREADS] [-T]
 #                                    [-s SIZE] [-c cpu|wall] [-m MODES]
@@ -66,7 +82,8 @@ markdown table with PASS/FAIL per target.
               other load); wall: wall time per call and thread
   -m MODES    comma-separated subset of
               $all_modes
-              (default: all; none is always run)
+              (default: all; none, the untraced run before each mode's,
+              is always run)
 
 Needs root. Builds gtrace and the helpers with the go command on PATH.
 EOF
@@ -115,9 +132,10 @@ for s in syscount bpf-syscount /usr/sbin/syscount /usr/sbin/bpf-syscount; do
 	fi
 done
 
-# The modes to run, in the canonical order; none is the baseline of all.
+# The modes to run, in the canonical order; none, the baseline, runs
+# before each of them.
 notes=()
-run_modes=(none)
+run_modes=()
 for m in ${all_modes//,/ }; do
 	[[ $m != none && ",$modes," == *",$m,"* ]] || continue
 	case $m in
@@ -142,6 +160,10 @@ for m in ${all_modes//,/ }; do
 	esac
 	run_modes+=("$m")
 done
+if ((${#run_modes[@]} == 0)); then
+	echo "$prog: no mode to run besides none" >&2
+	exit 1
+fi
 have_bpftool=false
 command -v bpftool >/dev/null && have_bpftool=true
 
@@ -284,6 +306,25 @@ stop() {
 	tracer=
 }
 
+# prog_stats: "ID RUN_TIME_NS RUN_CNT" of each BPF program the tracer
+# holds a file descriptor of.
+prog_stats() {
+	local f
+	for f in /proc/"$tracer"/fdinfo/*; do
+		awk '/^prog_id:/ { id = $2 } /^run_time_ns:/ { t = $2 } /^run_cnt:/ { n = $2 }
+			END { if (id != "" && n != "") print id, t, n }' "$f" 2>/dev/null || true
+	done
+}
+
+# program_ns BEFORE AFTER: the programs' run time per event between two
+# prog_stats outputs (files): the sum of their run times over the largest
+# of their run counts; "-" when they did not run.
+program_ns() {
+	awk 'NR == FNR { t0[$1] = $2; n0[$1] = $3; next }
+		{ t += $2 - t0[$1]; n = $3 - n0[$1]; if (n > max) max = n }
+		END { if (max > 0) printf "%.1f\n", t / max; else print "-" }' "$1" "$2"
+}
+
 # counted MODE: the getppid calls the tracer of MODE counted, from its
 # output; "-" for a mode that counts nothing.
 counted() {
@@ -316,6 +357,7 @@ for ((r = 0; r < rounds; r++)); do
 	line="round $((r + 1))/$rounds:"
 	for ((i = 0; i < ${#run_modes[@]}; i++)); do
 		mode=${run_modes[(i + r) % ${#run_modes[@]}]}
+		base=$("$tmp/loop" "${loop_args[@]}")
 		start "$mode"
 		if $have_bpftool; then
 			n=$(attached_elsewhere)
@@ -324,6 +366,10 @@ for ((r = 0; r < rounds; r++)); do
 			fi
 		fi
 		ns=$("$tmp/loop" "${loop_args[@]}")
+		prog_stats >"$tmp/stats0"
+		"$tmp/loop" -bpf-stats -n $((calls / 4 + 1)) "${loop_args[@]:2}" >/dev/null
+		prog_stats >"$tmp/stats1"
+		pns=$(program_ns "$tmp/stats0" "$tmp/stats1")
 		stop
 		if [[ $mode == gtrace ]]; then
 			dropped=$(awk '/^ *Dropped: / { d += $2 } END { print d + 0 }' "$tmp/out.gtrace")
@@ -337,8 +383,8 @@ for ((r = 0; r < rounds; r++)); do
 			notes+=("round $((r + 1)): $mode counted $got of the loop's $expected getppid calls: FAIL (its figure would flatter it).")
 			lost=1
 		fi
-		echo "$mode $ns" >>"$results"
-		line+=" $mode $ns"
+		echo "$mode $base $ns $pns" >>"$results"
+		line+=" $mode $base/$ns/$pns"
 	done
 	echo "$line" >&2
 done
@@ -371,8 +417,13 @@ attach_name() {
 	for m in "${run_modes[@]}"; do
 		attach+="$m=$(attach_name "$m");"
 	done
-	awk -v order="${run_modes[*]}" -v attach="$attach" -v same="$same_ref" -v lost="$lost" '
-	{ v[$1, ++n[$1]] = $2 }
+	awk -v order="none ${run_modes[*]}" -v attach="$attach" -v same="$same_ref" -v lost="$lost" '
+	{
+		v["none", ++n["none"]] = $2
+		v[$1, ++n[$1]] = $3
+		v[$1 "-over", ++n[$1 "-over"]] = $3 - $2
+		if ($4 != "-") v[$1 "-prog", ++n[$1 "-prog"]] = $4
+	}
 	function median(m,    a, i, j, t, k) {
 		k = n[m]
 		for (i = 1; i <= k; i++) a[i] = v[m, i]
@@ -384,14 +435,20 @@ attach_name() {
 		k = split(attach, pairs, ";")
 		for (i = 1; i <= k; i++) { split(pairs[i], kv, "="); at[kv[1]] = kv[2] }
 		k = split(order, modes, " ")
-		for (i = 1; i <= k; i++) { med[modes[i]] = median(modes[i]); over[modes[i]] = med[modes[i]] - med["none"] }
-		print "| mode | attach point | ns/call | overhead ns/event | gtrace / mode |"
-		print "|---|---|---:|---:|---:|"
+		for (i = 1; i <= k; i++) {
+			m = modes[i]; med[m] = median(m)
+			over[m] = m == "none" ? 0 : median(m "-over")
+			if (n[m "-prog"] > 0) pr[m] = median(m "-prog")
+		}
+		print "| mode | attach point | ns/call | overhead ns/event | gtrace / mode | program ns/event | gtrace / mode |"
+		print "|---|---|---:|---:|---:|---:|---:|"
 		for (i = 1; i <= k; i++) {
 			m = modes[i]
-			if (m == "none") { printf "| none | - | %.1f | 0 | - |\n", med[m]; continue }
+			if (m == "none") { printf "| none | - | %.1f | 0 | - | - | - |\n", med[m]; continue }
 			r = ("gtrace" in over && over[m] > 0) ? sprintf("%.2f", over["gtrace"] / over[m]) : "-"
-			printf "| %s | %s | %.1f | %.1f | %s |\n", m, at[m], med[m], over[m], r
+			p = (m in pr) ? sprintf("%.1f", pr[m]) : "-"
+			q = (("gtrace" in pr) && (m in pr) && pr[m] > 0) ? sprintf("%.2f", pr["gtrace"] / pr[m]) : "-"
+			printf "| %s | %s | %.1f | %.1f | %s | %s | %s |\n", m, at[m], med[m], over[m], r, p, q
 		}
 		if (!("gtrace" in over)) exit lost
 		print ""

@@ -90,6 +90,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 out=${dir:-$tmp}
 tracer=
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	# SIGINT first: recordbench restores the tracefs settings it changed.
 	if [[ -n $tracer ]]; then
@@ -116,7 +117,8 @@ export CGO_ENABLED=0
 )
 
 # wait_for COND: wait until the shell condition COND holds; fail if the
-# tracer exits first or 30 s pass.
+# tracer exits first or 30 s pass. COND is evaluated when called, so its
+# callers quote it in single quotes.
 wait_for() {
 	local i
 	for ((i = 0; i < 600; i++)); do
@@ -134,6 +136,7 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$tracer/stat"; }
 
 # start MODE: start the tracer of MODE in the background and wait until it
 # records.
+# shellcheck disable=SC2016 # wait_for evaluates its argument itself
 start() {
 	: >"$tmp/stdout"
 	: >"$tmp/err"

@@ -22,6 +22,12 @@
 // it is the wall time divided by the calls per thread (with -procs, the
 // longest of the processes' wall times).
 //
+// With -bpf-stats it keeps the kernel's BPF run-time statistics on while
+// it runs (BPF_ENABLE_STATS, which ends when the loop exits and leaves
+// kernel.bpf_stats_enabled alone), so that a caller can read the run
+// time and count of a tracer's programs (run_time_ns and run_cnt in the
+// fdinfo of their file descriptors) before and after.
+//
 // With -sysno it prints getppid's system call number and exits.
 package main
 
@@ -39,6 +45,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +55,7 @@ func main() {
 	procs := flag.Int("procs", 1, "processes to spread the threads over (threads must be a multiple)")
 	clock := flag.String("clock", "cpu", "what to divide by the calls: cpu (the threads' CPU time) or wall")
 	sysno := flag.Bool("sysno", false, "print getppid's system call number and exit")
+	bpfStats := flag.Bool("bpf-stats", false, "keep BPF run-time statistics on while running")
 	child := flag.Bool("child", false, "internal: run as one of the -procs processes")
 	flag.Parse()
 	if *n <= 0 || *threads <= 0 || *procs <= 0 || *threads%*procs != 0 ||
@@ -58,6 +66,14 @@ func main() {
 	if *sysno {
 		fmt.Println(syscall.SYS_GETPPID)
 		return
+	}
+	if *bpfStats {
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "loop: enable BPF statistics: %v\n", err)
+			os.Exit(1)
+		}
+		defer stats.Close()
 	}
 	var wall, cpu time.Duration
 	var err error

@@ -3,9 +3,10 @@
 // would, and reports on stdout, in nanoseconds of CLOCK_MONOTONIC (the
 // clock the recorders stamp their events with):
 //
-//	start T0 int T1 exit T2 status S
+//	start T0 settled TS int T1 exit T2 status S
 //
-// T0 is taken right before the recorder is started, T1 right before
+// T0 is taken right before the recorder is started, TS when its number of
+// open file descriptors last changed before SIGINT, T1 right before
 // SIGINT is sent and T2 right after the recorder has exited, with exit
 // status S, 128 + the signal's number when a signal ended it, as shells
 // report it (perf record ends itself with the SIGINT it got: 130).
@@ -122,7 +123,7 @@ wait:
 	} else if err != nil {
 		return err
 	}
-	fmt.Printf("start %d int %d exit %d status %d\n", t0, t1, t2, status)
+	fmt.Printf("start %d settled %d int %d exit %d status %d\n", t0, since, t1, t2, status)
 	return nil
 }
 
