@@ -311,17 +311,7 @@ func TestPrivilegedSyscallGroupMatchesClassic(t *testing.T) {
 		name := strings.TrimPrefix(e, "syscalls:")
 		ids[uint16(formatID(t, fs, "syscalls", name))] = name
 	}
-	// The helper's own calls: every getppid; the close calls of the bad
-	// descriptors (the Go runtime closes good ones, which return 0).
-	keep := func(r []byte) bool {
-		switch ids[le.Uint16(r)] {
-		case "sys_enter_close":
-			return le.Uint64(r[16:]) > closeFD
-		case "sys_exit_close":
-			return int64(le.Uint64(r[16:])) == -int64(syscall.EBADF)
-		}
-		return true
-	}
+	keep := helperCalls(ids)
 	pad := func(recs []string) []string {
 		out := slices.Clone(recs)
 		for i, r := range out {
@@ -381,5 +371,21 @@ func TestPrivilegedSyscallGroupMatchesClassic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// helperCalls keeps the records of the "close N" helper's own calls, by
+// the event names of ids: every getppid; the close calls of the bad
+// descriptors (the Go runtime closes good ones, which return 0).
+func helperCalls(ids map[uint16]string) func(r []byte) bool {
+	le := binary.LittleEndian
+	return func(r []byte) bool {
+		switch ids[le.Uint16(r)] {
+		case "sys_enter_close":
+			return le.Uint64(r[16:]) > closeFD
+		case "sys_exit_close":
+			return int64(le.Uint64(r[16:])) == -int64(syscall.EBADF)
+		}
+		return true
 	}
 }

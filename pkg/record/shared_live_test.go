@@ -1,12 +1,10 @@
 package record
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/gtrace/gtrace/internal/testutil"
@@ -43,16 +41,7 @@ func TestPrivilegedSharedMatchesClassic(t *testing.T) {
 	for _, ev := range p.Events {
 		ids[uint16(ev.Format.ID)] = ev.Format.Name
 	}
-	le := binary.LittleEndian
-	keep := func(r []byte) bool {
-		switch ids[le.Uint16(r)] {
-		case "sys_enter_close":
-			return le.Uint64(r[16:]) > closeFD
-		case "sys_exit_close":
-			return int64(le.Uint64(r[16:])) == -int64(syscall.EBADF)
-		}
-		return true
-	}
+	keep := helperCalls(ids)
 	const n = 500
 	t.Setenv(workloadEnv, fmt.Sprintf("close %d", n))
 	shared := recordHelper(t, fs, []string{self}, events, false, keep)
