@@ -60,6 +60,7 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 			r:        r,
 			size:     size,
 			topIndex: -1,
+			damage:   &damageLog{},
 		},
 		r:        r,
 		size:     size,

@@ -64,11 +64,6 @@ func TestReadErrors(t *testing.T) {
 				b[i] ^= 0x5a
 			}
 		}), "read HEADER_INFO section at 0x25: at offset 0x3d: zstd:", nil},
-		{"bad format", func() []byte {
-			tf := testBaseFile(t, 7)
-			tf.systems[0].formats = append(tf.systems[0].formats, "name: x\nID: 9\nformat:\nbogus line\n")
-			return tf.build(t)
-		}(), "unexpected line in format file", nil},
 		{"cpu listed twice", testDataFile(t, func(tf *testFile) { tf.buffers[0].cpus[1].cpu = 0 }), "cpu 0 listed twice", nil},
 		{"BUFFER_TEXT", testDataFile(t, func(tf *testFile) { tf.options = []Option{{OptionBufferText, make([]byte, 10)}} }), "latency-format trace data", errors.ErrUnsupported},
 		{"v6 latency", func() []byte {
@@ -98,32 +93,61 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
-// TestRecordErrors damages the data of one CPU: the other still yields
-// all its records, Err reports the damage.
+// TestReadSkipsBadFormat checks that an event format that does not parse
+// is skipped with a warning naming it, as trace-cmd skips it, and that
+// the rest of the file reads.
+func TestReadSkipsBadFormat(t *testing.T) {
+	data := testDataFile(t, func(tf *testFile) {
+		tf.systems[0].formats = append(tf.systems[0].formats, "name: x\x1b[31m\nID: 9\nformat:\nbogus line\n")
+	})
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("Read() = %v, want the file read without the bad format", err)
+	}
+	if f.Events[9] != nil || f.Events[372] == nil {
+		t.Errorf("Events = %v, want 372 and not 9", f.Events)
+	}
+	w := f.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], `event sched:x\x1b[31m (ID 9)`) || !strings.Contains(w[0], "unexpected line in format file") {
+		t.Errorf("Warnings() = %q, want one naming sched:x (escaped) and the parse error", w)
+	}
+	recs, err := readAllRecords(t, f.Records())
+	if err != nil || len(recs) != 240 {
+		t.Errorf("records: %d, %v; want 240, nil", len(recs), err)
+	}
+}
+
+// TestRecordErrors damages the data of one CPU: a damaged page or chunk
+// is skipped with a warning and the CPU goes on; data past the end of
+// the file stops the CPU and Err reports it. The other CPU still yields
+// all its records.
 func TestRecordErrors(t *testing.T) {
 	le := binary.LittleEndian
 	tests := []struct {
 		name   string
 		zstd   bool
 		damage func(b []byte, cpu CPUData)
-		want   string
-		keep   int // records of cpu 0 still yielded
+		warn   string // the warning of the skipped page or chunk
+		err    string // Err(), "" for none
+		keep   int    // records of cpu 0 still yielded
 	}{
 		{"commit past the page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+4096+8:], 5000) },
-			"cpu 0: page at offset 0x", 60},
+			"cpu 0: page at offset 0x", "", 60},
+		{"commit of the first page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+8:], 5000) },
+			"data size 5000 exceeds the page's 4080 bytes (skipped the rest of the page)", "", 60},
 		{"corrupt record", false, func(b []byte, c CPUData) {
 			le.PutUint64(b[c.Offset+16+68*3:], 0xffff<<32) // type_len 0, length 0xffff
 		},
-			"cpu 0: page at offset 0x", 3},
+			"cpu 0: page at offset 0x", "", 63},
 		{"corrupt chunk", true, func(b []byte, c CPUData) {
 			for i := c.Offset + 12; i < c.Offset+40; i++ {
 				b[i] ^= 0xff
 			}
-		}, "cpu 0: chunk at offset 0x", 0},
+		}, "cpu 0: chunk at offset 0x", "", 0},
 		{"chunk size", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+8:], 4095) },
-			"uncompressed size 4095 is not a whole number of 4096-byte pages", 0},
+			"uncompressed size 4095 is not a whole number of 4096-byte pages (skipped the chunk)", "", 0},
 		{"chunk past the end", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+4:], 1<<30) },
-			"compressed bytes run past the end of the file", 0},
+			"", "compressed bytes run past the end of the file", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,8 +158,17 @@ func TestRecordErrors(t *testing.T) {
 			}
 			tt.damage(data, f.CPUs[0])
 			recs, err := readAllRecords(t, f.Records())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Err() = %v, want %q", err, tt.want)
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("Err() = %v, want %q", err, tt.err)
+			}
+			w := f.Warnings()
+			if tt.warn == "" && len(w) != 0 || tt.warn != "" && (len(w) != 1 || !strings.Contains(w[0], tt.warn)) {
+				t.Errorf("Warnings() = %q, want one with %q", w, tt.warn)
+			}
+			// A second read warns no more.
+			readAllRecords(t, f.Records())
+			if n := len(f.Warnings()); n != len(w) {
+				t.Errorf("second read: %d warnings, want %d", n, len(w))
 			}
 			n := map[int]int{}
 			for _, r := range recs {
@@ -180,5 +213,30 @@ func TestOpen(t *testing.T) {
 	}
 	if err := f.Close(); err != nil {
 		t.Errorf("second Close() = %v", err)
+	}
+}
+
+// TestWarningsBounded damages every page: the warnings stop at 20 and
+// count the rest, and the iterator still ends.
+func TestWarningsBounded(t *testing.T) {
+	le := binary.LittleEndian
+	data := testDataFile(t, func(tf *testFile) {
+		tf.buffers[0].cpus[0].pages = testSchedPages(le, 4096, 40, 0, 10)
+	})
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.CPUs[0]
+	for off := c.Offset; off < c.Offset+c.Size; off += 4096 {
+		le.PutUint64(data[off+8:], 5000)
+	}
+	recs, err := readAllRecords(t, f.Records())
+	if err != nil || len(recs) != 120 {
+		t.Fatalf("records: %d, %v; want cpu 1's 120, nil", len(recs), err)
+	}
+	w := f.Warnings()
+	if len(w) != maxWarnings+1 || w[maxWarnings] != "and 20 more damaged parts skipped" {
+		t.Errorf("Warnings() = %d: %q, want %d and a count of 20 more", len(w), w, maxWarnings+1)
 	}
 }

@@ -49,11 +49,36 @@ func (rd *reader) readFormat(d *decoder, system string) {
 	}
 	fm, err := parse.ParseFormat(system+" format", text)
 	if err != nil {
-		d.fail(pos, err)
+		// As trace-cmd does, skip the event: its records print as
+		// unknown events, and the rest of the file reads.
+		at := d.at(pos)
+		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err))
 		return
 	}
 	fm.System = system
 	rd.f.Events[fm.ID] = &Event{Format: fm, Text: text}
+}
+
+// formatName names the event of a format text that does not parse, as
+// far as its name and ID lines tell: "sched:sched_switch (ID 372)".
+func formatName(system, text string) string {
+	name, id := "?", ""
+	for line := range strings.Lines(text) {
+		k, v, ok := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch {
+		case !ok:
+		case k == "name" && name == "?":
+			name = v
+		case k == "ID" && id == "":
+			id = " (ID " + v + ")"
+		}
+	}
+	s := system + ":" + name + id
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
 }
 
 func (rd *reader) readKallsyms(d *decoder) {

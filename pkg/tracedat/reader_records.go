@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // readAhead is how many bytes of uncompressed pages one CPU reads at once.
@@ -22,16 +23,22 @@ const readAhead = 64 << 10
 //	}
 //	if err := it.Err(); err != nil { ... }
 //
-// A CPU whose data is damaged or cut short stops at the last whole page
-// (compressed: the last whole chunk) before the damage; the other CPUs go
-// on, and Err reports what happened. An Iterator is not safe for
-// concurrent use; several Iterators may read one File concurrently.
+// A damaged page (a bad header or record; compressed: a chunk that does
+// not decompress) is skipped with what it still held from the first bad
+// record on, and the CPU goes on with the next page; File.Warnings tells
+// about it. A CPU whose data is cut short or unreadable stops at the last
+// whole page (compressed: the last whole chunk); the other CPUs go on,
+// and Err reports what happened. An Iterator is not safe for concurrent
+// use; several Iterators may read one File concurrently.
 type Iterator struct {
 	heap []*cpuStream // min-heap by (next record's TS, CPU)
 	last *cpuStream   // stream of the current record, advanced by Next
 	errs []error
 	zbuf []byte // compressed chunk, shared by the streams
 	ts   uint64 // File.TSOffset
+
+	damage *damageLog // the File's, told about skipped pages
+	buffer string     // the instance's name, for warnings
 }
 
 // Records returns an iterator over the records of the top instance. With
@@ -46,7 +53,10 @@ func (f *File) Records(cpus ...int) *Iterator {
 // BufferRecords returns an iterator over the records of one instance of
 // f.Buffers. With cpus, only the records of those CPUs are read.
 func (f *File) BufferRecords(b *Buffer, cpus ...int) *Iterator {
-	it := &Iterator{ts: uint64(f.TSOffset)}
+	it := &Iterator{ts: uint64(f.TSOffset), damage: f.damage, buffer: b.Name}
+	if it.damage == nil {
+		it.damage = &damageLog{}
+	}
 	if f.r == nil {
 		it.errs = append(it.errs, errors.New("read records: the File was not made by Open or Read"))
 		return it
@@ -187,8 +197,8 @@ func (s *cpuStream) advance() bool {
 			return true
 		}
 		if err != nil {
-			s.fail(err)
-			return false
+			// The page reader ended the page: go on with the next.
+			s.skip(err)
 		}
 		if !s.nextPage() {
 			return false
@@ -196,13 +206,24 @@ func (s *cpuStream) advance() bool {
 	}
 }
 
-// fail records an error about the current page.
-func (s *cpuStream) fail(err error) {
+// skip warns about the current page, which is damaged and skipped.
+func (s *cpuStream) skip(err error) {
+	var where string
 	if s.compressed {
-		s.err = fmt.Errorf("cpu %d: page %d of the chunk at offset %#x: %w", s.cpu, s.pageOff/s.pageSize, s.bufOff, err)
+		where = fmt.Sprintf("cpu %d: page %d of the chunk at offset %#x", s.cpu, s.pageOff/s.pageSize, s.bufOff)
 	} else {
-		s.err = fmt.Errorf("cpu %d: page at offset %#x: %w", s.cpu, s.bufOff+int64(s.pageOff), err)
+		where = fmt.Sprintf("cpu %d: page at offset %#x", s.cpu, s.bufOff+int64(s.pageOff))
 	}
+	s.warn(where, fmt.Sprintf("%s: %v (skipped the rest of the page)", where, err))
+}
+
+// warn tells the File's damage log about damage at where.
+func (s *cpuStream) warn(where, msg string) {
+	if b := s.it.buffer; b != "" {
+		where = "instance " + strconv.Quote(b) + ": " + where
+		msg = "instance " + strconv.Quote(b) + ": " + msg
+	}
+	s.it.damage.add(where, msg)
 }
 
 // start prepares reading: for compressed data, it reads the chunk count.
@@ -219,26 +240,29 @@ func (s *cpuStream) start() bool {
 	return true
 }
 
-// nextPage loads the next page into the page reader.
+// nextPage loads the next page into the page reader, skipping pages
+// whose header is damaged.
 func (s *cpuStream) nextPage() bool {
-	if s.next+s.pageSize > len(s.buf) {
-		var ok bool
-		if s.compressed {
-			ok = s.loadChunk()
-		} else {
-			ok = s.loadPages()
+	for {
+		if s.next+s.pageSize > len(s.buf) {
+			var ok bool
+			if s.compressed {
+				ok = s.loadChunk()
+			} else {
+				ok = s.loadPages()
+			}
+			if !ok {
+				return false
+			}
 		}
-		if !ok {
-			return false
+		s.pageOff = s.next
+		s.next += s.pageSize
+		err := s.pr.Reset(s.buf[s.pageOff:s.next])
+		if err == nil {
+			return true
 		}
+		s.skip(err)
 	}
-	s.pageOff = s.next
-	s.next += s.pageSize
-	if err := s.pr.Reset(s.buf[s.pageOff:s.next]); err != nil {
-		s.fail(err)
-		return false
-	}
-	return true
 }
 
 // loadPages reads the next run of whole uncompressed pages.
@@ -274,43 +298,47 @@ func (s *cpuStream) loadPages() bool {
 	return true
 }
 
-// loadChunk reads and decompresses the next chunk of pages. The record
-// returned last may point into buf: it is no longer valid, so buf can be
-// reused.
+// loadChunk reads and decompresses the next chunk of pages, skipping
+// chunks that do not decompress. The record returned last may point into
+// buf: it is no longer valid, so buf can be reused.
 func (s *cpuStream) loadChunk() bool {
-	if s.chunks == 0 {
-		return false
+	// Each turn moves at least 8 bytes on in the file, or stops.
+	for ; s.chunks > 0; s.chunks-- {
+		if err := s.readAt(s.hdr[:], s.off, "chunk header"); err != nil {
+			s.err = err
+			return false
+		}
+		csize, usize := s.order.Uint32(s.hdr[:]), s.order.Uint32(s.hdr[4:])
+		if int64(csize) > s.fileSize-s.off-8 {
+			s.err = fmt.Errorf("cpu %d: chunk at offset %#x: %d compressed bytes run past the end of the file (%d bytes): %w", s.cpu, s.off, csize, s.fileSize, ErrTruncated)
+			return false
+		}
+		off := s.off
+		s.off += 8 + int64(csize)
+		if usize == 0 || usize%uint32(s.pageSize) != 0 {
+			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
+			s.warn(where, fmt.Sprintf("%s: uncompressed size %d is not a whole number of %d-byte pages (skipped the chunk)", where, usize, s.pageSize))
+			continue
+		}
+		if cap(s.it.zbuf) < int(csize) {
+			s.it.zbuf = make([]byte, csize)
+		}
+		z := s.it.zbuf[:csize]
+		if err := s.readAt(z, off+8, "chunk"); err != nil {
+			s.err = err
+			return false
+		}
+		out, err := decompress(s.buf, z, int(usize))
+		if err != nil {
+			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
+			s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk)", where, err))
+			continue
+		}
+		s.buf, s.bufOff, s.next = out, off, 0
+		s.chunks--
+		return true
 	}
-	if err := s.readAt(s.hdr[:], s.off, "chunk header"); err != nil {
-		s.err = err
-		return false
-	}
-	csize, usize := s.order.Uint32(s.hdr[:]), s.order.Uint32(s.hdr[4:])
-	if usize == 0 || usize%uint32(s.pageSize) != 0 {
-		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: uncompressed size %d is not a whole number of %d-byte pages", s.cpu, s.off, usize, s.pageSize)
-		return false
-	}
-	if int64(csize) > s.fileSize-s.off-8 {
-		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: %d compressed bytes run past the end of the file (%d bytes): %w", s.cpu, s.off, csize, s.fileSize, ErrTruncated)
-		return false
-	}
-	if cap(s.it.zbuf) < int(csize) {
-		s.it.zbuf = make([]byte, csize)
-	}
-	z := s.it.zbuf[:csize]
-	if err := s.readAt(z, s.off+8, "chunk"); err != nil {
-		s.err = err
-		return false
-	}
-	out, err := decompress(s.buf, z, int(usize))
-	if err != nil {
-		s.err = fmt.Errorf("cpu %d: chunk at offset %#x: %w", s.cpu, s.off, err)
-		return false
-	}
-	s.buf, s.bufOff, s.next = out, s.off, 0
-	s.off += 8 + int64(csize)
-	s.chunks--
-	return true
+	return false
 }
 
 // readAt fills b from offset off.

@@ -194,10 +194,15 @@ type File struct {
 	Buffers []*Buffer
 	CPUs    []CPUData
 
+	// Interrupted is set by OpenSpooled: the file is an interrupted
+	// recording, read from its metadata and spool files.
+	Interrupted bool
+
 	r        io.ReaderAt
 	size     int64
 	closer   io.Closer
-	dataOff  int   // offset of the first record in a page (from header_page)
-	metaEnd  int64 // end of the last metadata byte read
-	topIndex int   // index of the top instance in Buffers, -1 if none
+	damage   *damageLog // what the reader skipped
+	dataOff  int        // offset of the first record in a page (from header_page)
+	metaEnd  int64      // end of the last metadata byte read
+	topIndex int        // index of the top instance in Buffers, -1 if none
 }
