@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 )
@@ -54,6 +55,7 @@ func OpenSpooled(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	f.Interrupted = true
 	return f, nil
 }
 
@@ -77,6 +79,55 @@ func Recover(path string) error {
 	return nil
 }
 
+// RecoverTo writes the interrupted recording at path, completed as
+// Recover completes it, to a new file out (mode 0600), and leaves path
+// and its spool files as they are. trace-cmd reads out. out must not
+// exist; if the recovery fails, out is removed. A file that is not an
+// interrupted recording returns an error wrapping ErrNotSpooled.
+func RecoverTo(path, out string) error {
+	in, err := readInterrupted(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			return pe // not "recover X: open X: ..."
+		}
+		return fmt.Errorf("recover %s: %w", path, err)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("recover %s: %s already exists: %w (give a new file name)", path, out, fs.ErrExist)
+	}
+	f, err := createFile(out)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", path, err)
+	}
+	err = in.copyForm(f)
+	if err == nil {
+		err = in.complete(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out)
+		return fmt.Errorf("recover %s to %s: %w", path, out, err)
+	}
+	return nil
+}
+
+// copyForm copies the recording form of in's file to the start of f.
+func (in *interrupted) copyForm(f *os.File) error {
+	src, err := os.Open(in.path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	n, err := io.Copy(f, io.NewSectionReader(src, 0, in.form.end))
+	if err == nil && n != in.form.end {
+		err = fmt.Errorf("copy metadata: %d of %d bytes: %w", n, in.form.end, ErrTruncated)
+	}
+	return err
+}
+
 func (in *interrupted) recover() error {
 	f, err := os.OpenFile(in.path, os.O_RDWR, 0)
 	if err != nil {
@@ -87,6 +138,12 @@ func (in *interrupted) recover() error {
 	if err := f.Truncate(in.form.end); err != nil {
 		return err
 	}
+	return in.complete(f)
+}
+
+// complete writes the tail of the recording to f, which holds the
+// recording form and nothing after it, and syncs f.
+func (in *interrupted) complete(f *os.File) error {
 	data, err := in.spools()
 	if err != nil {
 		return err

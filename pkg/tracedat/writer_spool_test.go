@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -278,7 +280,12 @@ func TestWriterKilled(t *testing.T) {
 			if err != nil {
 				t.Fatalf("OpenSpooled() = %v", err)
 			}
+			if !f.Interrupted {
+				t.Error("OpenSpooled().Interrupted = false, want true")
+			}
 			wrCheckRecords(t, wrReadAll(t, f), want)
+
+			wrCheckRecoverTo(t, path, want)
 
 			if err := Recover(path); err != nil {
 				t.Fatalf("Recover() = %v", err)
@@ -300,6 +307,66 @@ func TestWriterKilled(t *testing.T) {
 			})
 		})
 	}
+}
+
+// wrCheckRecoverTo recovers path into a new file with RecoverTo: path
+// and its spool files stay as they were, the new file reads as want, with
+// the reader and with trace-cmd, and an existing file is not replaced.
+func wrCheckRecoverTo(t *testing.T, path string, want []wrEvent) {
+	t.Helper()
+	before := wrSnapshot(t, path)
+	out := filepath.Join(t.TempDir(), "recovered.dat")
+	if err := RecoverTo(path, out); err != nil {
+		t.Fatalf("RecoverTo() = %v", err)
+	}
+	if after := wrSnapshot(t, path); !maps.Equal(before, after) {
+		t.Errorf("RecoverTo changed the recording: files %v, then %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	wrCheckMode(t, out)
+	f, err := Open(out)
+	if err != nil {
+		t.Fatalf("Open(RecoverTo's file) = %v", err)
+	}
+	defer f.Close()
+	if f.Interrupted {
+		t.Error("the recovered file reads as interrupted")
+	}
+	wrCheckRecords(t, wrReadAll(t, f), want)
+	t.Run("trace-cmd RecoverTo", func(t *testing.T) {
+		bin := wrRequireTraceCmd(t)
+		wrCheckReport(t, wrTraceCmd(t, bin, "report", "-t", "-i", out), true, 2, want)
+	})
+	err = RecoverTo(path, out)
+	if !errors.Is(err, fs.ErrExist) {
+		t.Errorf("RecoverTo(existing file) = %v, want ErrExist", err)
+	}
+	if err := RecoverTo(filepath.Join(t.TempDir(), "missing.dat"), out+"2"); !errors.Is(err, fs.ErrNotExist) || strings.Count(err.Error(), "missing.dat") != 1 {
+		t.Errorf("RecoverTo(missing) = %v, want ErrNotExist naming the file once", err)
+	}
+	if err := RecoverTo(out, out+"3"); !errors.Is(err, ErrNotSpooled) {
+		t.Errorf("RecoverTo(complete file) = %v, want ErrNotSpooled", err)
+	}
+	if _, err := os.Stat(out + "3"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RecoverTo(complete file) left a file: %v", err)
+	}
+}
+
+// wrSnapshot returns the contents of path and its spool files.
+func wrSnapshot(t *testing.T, path string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	names, err := filepath.Glob(path + "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[n] = string(b)
+	}
+	return m
 }
 
 // wrRunKilled runs TestWriterKilledHelper recording into path, kills it
