@@ -184,11 +184,12 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	f, err := openTrace(o.Input)
+	f, _, err := openFile(d, o.Input)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	defer warnDamage(d, o.Input, f)
 	var tables []*hist.Table
 	var infos []string
 	var damage error

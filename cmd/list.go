@@ -54,11 +54,12 @@ which are those of the kernel that recorded it.`,
 func runList(d *Deps, o *listOptions) error {
 	var c catalog.Catalog
 	if o.Input != "" {
-		f, fc, err := catalog.OpenFile(o.Input)
+		f, fc, err := openFile(d, o.Input)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
+		defer warnDamage(d, o.Input, f)
 		c = fc
 	} else {
 		fs, err := d.TraceFS()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
 )
@@ -95,11 +94,12 @@ func runReport(d *Deps, o *reportOptions) error {
 			return err
 		}
 	}
-	f, cat, err := catalog.OpenFile(o.Input)
+	f, cat, err := openFile(d, o.Input)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	defer warnDamage(d, o.Input, f)
 	events, warns, err := report.ParseEventFilters(cat, o.Filters)
 	if err != nil {
 		return err
