@@ -240,3 +240,38 @@ func TestWarningsBounded(t *testing.T) {
 		t.Errorf("Warnings() = %d: %q, want %d and a count of 20 more", len(w), w, maxWarnings+1)
 	}
 }
+
+// TestReadSkipsBadKallsyms damages the compressed KALLSYMS section: the
+// file reads without symbols, with a warning, as trace-cmd reads it.
+func TestReadSkipsBadKallsyms(t *testing.T) {
+	data := testDataFile(t, func(tf *testFile) {
+		tf.zstd = true
+		tf.kallsyms = strings.Repeat("ffffffff81000000 T _stext\n", 100)
+	})
+	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off int64 = -1
+	for _, o := range f.Options {
+		if o.ID == OptionKallsyms {
+			off = int64(binary.LittleEndian.Uint64(o.Data))
+		}
+	}
+	if off < 0 {
+		t.Fatal("no KALLSYMS option")
+	}
+	for i := off + 16 + 8 + 4; i < off+16+8+12; i++ {
+		data[i] ^= 0x5a
+	}
+	f, err = Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("Read() = %v, want the file read without kallsyms", err)
+	}
+	if w := f.Warnings(); f.Kallsyms != "" || len(w) != 1 || !strings.Contains(w[0], "skipped the KALLSYMS section") {
+		t.Errorf("kallsyms %q, Warnings() = %q; want none and one warning", f.Kallsyms, w)
+	}
+	if recs, err := readAllRecords(t, f.Records()); err != nil || len(recs) != 240 {
+		t.Errorf("records: %d, %v; want 240, nil", len(recs), err)
+	}
+}

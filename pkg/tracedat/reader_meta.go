@@ -191,7 +191,12 @@ func (rd *reader) readMetaSections() error {
 			rd.metaSection(id)(d)
 			err = d.err
 		}
-		if err != nil {
+		switch {
+		case err == nil:
+		case id == OptionKallsyms || id == OptionPrintk || id == OptionCmdlines:
+			// Symbols and names only make the output nicer: read on.
+			rd.f.damage.add(fmt.Sprintf("section %#x", off), fmt.Sprintf("skipped the %v section at %#x: %v", id, off, err))
+		default:
 			return fmt.Errorf("read %v section at %#x: %w", id, off, err)
 		}
 	}

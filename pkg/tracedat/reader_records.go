@@ -330,9 +330,15 @@ func (s *cpuStream) loadChunk() bool {
 		}
 		out, err := decompress(s.buf, z, int(usize))
 		if err != nil {
+			// Keep the whole pages decoded before the damage.
 			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
-			s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk)", where, err))
-			continue
+			n := min(len(out), int(usize)) / s.pageSize * s.pageSize
+			if n == 0 {
+				s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk)", where, err))
+				continue
+			}
+			s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk after its first %d pages)", where, err, n/s.pageSize))
+			out = out[:n]
 		}
 		s.buf, s.bufOff, s.next = out, off, 0
 		s.chunks--

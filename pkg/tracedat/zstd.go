@@ -21,7 +21,8 @@ const maxDecompressed = 1 << 30
 
 // decompress decodes the zstd frame src, which must hold exactly size
 // bytes, into dst's storage (reallocated if too small) and returns the
-// result.
+// result. On an error it returns what the blocks before the damage
+// decoded, if anything.
 func decompress(dst, src []byte, size int) ([]byte, error) {
 	if size < 0 || size > maxDecompressed {
 		return nil, fmt.Errorf("zstd: uncompressed size %d out of range", size)
@@ -37,10 +38,10 @@ func decompress(dst, src []byte, size int) ([]byte, error) {
 	}
 	out, err := dec.DecodeAll(src, dst[:0])
 	if err != nil {
-		return nil, fmt.Errorf("zstd: %w", err)
+		return out, fmt.Errorf("zstd: %w", err)
 	}
 	if len(out) != size {
-		return nil, fmt.Errorf("zstd: frame decodes to %d bytes, %d announced", len(out), size)
+		return out, fmt.Errorf("zstd: frame decodes to %d bytes, %d announced", len(out), size)
 	}
 	return out, nil
 }
