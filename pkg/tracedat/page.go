@@ -54,6 +54,7 @@ func (l PageLayout) check() error {
 // The zero value is not usable; make one with NewPageReader.
 type PageReader struct {
 	data   []byte // the page's record bytes (commit size)
+	rest   []byte // the page from the first record to its end
 	pos    int    // offset in data of the next record header
 	off    int    // DataOffset, to report page-relative offsets
 	t      uint64 // running timestamp
@@ -75,7 +76,7 @@ func NewPageReader(l PageLayout) (*PageReader, error) {
 // record, it is kept for the first record of the next page.
 func (p *PageReader) Reset(page []byte) error {
 	l := p.layout
-	p.data, p.pos = nil, 0
+	p.data, p.rest, p.pos = nil, nil, 0
 	if len(page) != l.Size {
 		return fmt.Errorf("page is %d bytes, want %d", len(page), l.Size)
 	}
@@ -109,6 +110,7 @@ func (p *PageReader) Reset(page []byte) error {
 		p.missed = addMissed(p.missed, lost)
 	}
 	p.data = page[l.DataOffset : l.DataOffset+size]
+	p.rest = page[l.DataOffset:]
 	return nil
 }
 
@@ -161,12 +163,17 @@ func (p *PageReader) Next(rec *Record) (bool, error) {
 		switch {
 		case typeLen >= 1 && typeLen <= typeDataMax:
 			end := pos + 4 + typeLen*4
+			p.pos = end
 			if end > len(data) {
-				return p.bad(pos, "%d-byte payload runs past the data", typeLen*4)
+				// A damaged commit cuts the record: read it from
+				// the page, as trace-cmd does, and end the page.
+				if end > len(p.rest) {
+					return p.bad(pos, "%d-byte payload runs past the data", typeLen*4)
+				}
+				p.pos = len(data)
 			}
 			p.t += delta
-			p.pos = end
-			rec.TS, rec.Data = p.t, data[pos+4:end]
+			rec.TS, rec.Data = p.t, p.rest[pos+4:end]
 			rec.Missed, p.missed = p.missed, 0
 			return true, nil
 		case typeLen == 0:

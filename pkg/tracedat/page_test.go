@@ -243,7 +243,14 @@ func TestPageErrors(t *testing.T) {
 		{"short page", make([]byte, 100), "page is 100 bytes, want 4096"},
 		{"commit past the page", withCommit(4081), "data size 4081 exceeds the page's 4080 bytes"},
 		{"header cut by commit", withCommit(10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), "record header at page offset 0x18: 2 bytes left"},
-		{"payload past commit", withCommit(8, 2, 0, 0, 0, 0, 0, 0, 0), "8-byte payload runs past the data"},
+		{"payload past the page", func() []byte {
+			// 36 records of 116 bytes: the last runs past the page.
+			p := withCommit(4080)
+			for i := range 36 {
+				binary.LittleEndian.PutUint32(p[16+i*116:], 28)
+			}
+			return p
+		}(), "112-byte payload runs past the data"},
 		{"type_len 0 length below 4", withCommit(8, 0, 0, 0, 0, 3, 0, 0, 0), "length word 3 is below 4"},
 		{"type_len 0 past commit", withCommit(12, 0, 0, 0, 0, 12, 0, 0, 0), "8-byte payload runs past the data"},
 		{"type_len 0 without length word", withCommit(4, 0, 0, 0, 0), "no room for its length word"},
@@ -257,6 +264,12 @@ func TestPageErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+	// A record that the commit size cuts but the page holds is read, as
+	// trace-cmd reads it, and ends the page.
+	recs, err := decodePages(t, testLayout64, withCommit(8, 2, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0))
+	if err != nil || len(recs) != 1 || !bytes.Equal(recs[0].Data, []byte{7, 0, 0, 0, 9, 0, 0, 0}) {
+		t.Errorf("record cut by the commit: %v, %v; want the one record, whole", recs, err)
 	}
 	for _, l := range []PageLayout{{Size: 4096, LongSize: 2, DataOffset: 16}, {Size: 16, LongSize: 8, DataOffset: 16}, {Size: 4096, LongSize: 8, DataOffset: 8}} {
 		if _, err := NewPageReader(l); err == nil {
