@@ -403,11 +403,7 @@ func gtraceRecording(t *testing.T, dir string) []byte {
 func buildGtrace(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "gtrace")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/gtrace/gtrace")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/gtrace/gtrace")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
