@@ -105,7 +105,7 @@ func runReport(d *Deps, o *reportOptions) error {
 		return err
 	}
 	for _, w := range warns {
-		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", w.Caret())
+		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", capLines(w.Caret()))
 	}
 	w := bufio.NewWriterSize(d.Out, 1<<16)
 	ro := report.Options{CPUs: cpus, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
