@@ -128,6 +128,25 @@ func (v *enumValue) Set(s string) error {
 func (v *enumValue) String() string { return *v.p }
 func (v *enumValue) Type() string   { return "string" }
 
+// cpusValue is a CPU list flag, such as 0,2-3 (parse.CPUList).
+type cpusValue struct {
+	p    *[]int
+	flag string
+	text string
+}
+
+func (v *cpusValue) Set(s string) error {
+	cpus, err := parse.CPUList(v.flag, s)
+	if err != nil {
+		return err
+	}
+	*v.p, v.text = cpus, s
+	return nil
+}
+
+func (v *cpusValue) String() string { return v.text }
+func (v *cpusValue) Type() string   { return "list" }
+
 // maxPID is the largest process id Linux gives (PID_MAX_LIMIT - 1).
 const maxPID = 1<<22 - 1
 
