@@ -89,9 +89,10 @@ func (v *durationValue) Set(s string) error {
 	return nil
 }
 
+// String is "" for no duration, which help leaves out.
 func (v *durationValue) String() string {
 	if *v.p == 0 {
-		return "0s"
+		return ""
 	}
 	return v.p.String()
 }
@@ -196,7 +197,7 @@ func (v *pidsValue) String() string {
 	for i, n := range *v.p {
 		s[i] = strconv.Itoa(n)
 	}
-	return "[" + strings.Join(s, ",") + "]"
+	return strings.Join(s, ",")
 }
 
 func (v *pidsValue) Type() string { return "pids" }
