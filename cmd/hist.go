@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -20,7 +21,7 @@ type histOptions struct {
 	Keys     []string
 	Vals     []string
 	Sort     []string
-	Size     int
+	Size     string // as typed: the hist string's size= rule judges it
 	Filter   string
 	Name     string
 	PIDs     []int
@@ -90,14 +91,11 @@ attached, and gtrace exits with CMD's exit status.`,
 			if len(o.Events) == 0 {
 				return usagef("hist needs an event: -e SYS:EVENT (gtrace list shows them)")
 			}
-			if o.Raw != "" && (len(o.Keys) > 0 || len(o.Vals) > 0 || len(o.Sort) > 0 || o.Size != 0 || o.Filter != "" || o.Name != "") {
+			if o.Raw != "" && (len(o.Keys) > 0 || len(o.Vals) > 0 || len(o.Sort) > 0 || c.Flags().Changed("size") || o.Filter != "" || o.Name != "") {
 				return usagef("give the hist either as a 'hist:...' string or with -k/--vals/-s/--size/-f/--name, not both")
 			}
 			if o.Raw == "" && len(o.Keys) == 0 {
 				return usagef("hist needs keys: -k FIELD[,FIELD...] or a 'hist:keys=...' string")
-			}
-			if !oneOf(o.Format, histFormats) {
-				return usagef("invalid --format %q: want one of %s", o.Format, strings.Join(histFormats, ", "))
 			}
 			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.DryRun) {
 				return usagef("-i reads a recorded file: --duration, --interval, -P, --dry-run and -- CMD apply to live hists only")
@@ -105,8 +103,8 @@ attached, and gtrace exits with CMD's exit status.`,
 			if o.Clear && o.Interval == 0 {
 				return usagef("--clear needs --interval")
 			}
-			if o.Duration < 0 || o.Interval < 0 {
-				return usagef("--duration and --interval must be positive")
+			if c.Flags().Changed("size") && o.Size == "" {
+				return parse.Errorf("--size", "", 0, 0, "missing size").WithHint("leave --size out for the default, 2048 entries")
 			}
 			if runF != nil {
 				return runF(o)
@@ -119,18 +117,18 @@ attached, and gtrace exits with CMD's exit status.`,
 	}
 	f := c.Flags()
 	f.StringVarP(&o.Input, "input", "i", "", "aggregate the events of this trace.dat file (gtrace record or trace-cmd) instead of live events")
-	f.StringArrayVarP(&o.Events, "event", "e", nil, "event to aggregate, SYS:EVENT (repeatable: one hist per event)")
+	f.StringArrayVarP(&o.Events, "event", "e", nil, "event to aggregate, SYS:EVENT, or a glob such as 'sched:*' (repeatable: one hist per event)")
 	f.StringSliceVarP(&o.Keys, "keys", "k", nil, "keys: FIELD[.MODIFIER][,...] (at most 3)")
 	f.StringSliceVar(&o.Vals, "vals", nil, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
 	f.StringSliceVarP(&o.Sort, "sort", "s", nil, "sort by up to two keys or values: NAME[.ascending|.descending]")
-	f.IntVar(&o.Size, "size", 0, "table size in entries, rounded up to a power of two (128..131072, default 2048)")
+	f.StringVar(&o.Size, "size", "", "table size in entries, rounded up to a power of two (128..131072, default 2048)")
 	f.StringVarP(&o.Filter, "filter", "f", "", "only count events that match this filter")
 	f.StringVar(&o.Name, "name", "", "not supported yet: named hists shared between events are refused (every hist has its own table)")
-	f.IntSliceVarP(&o.PIDs, "pid", "P", nil, "only count events of these process ids")
-	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 10s)")
-	f.DurationVar(&o.Interval, "interval", 0, "print the hist every interval")
+	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, comma-separated)")
+	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to run until Ctrl-C", "stop after this long (e.g. 10s)")
+	durationFlag(f, &o.Interval, "interval", time.Millisecond, "print every 1ms or more; leave --interval out to print once, at the end", "print the hist every interval (at least 1ms)")
 	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
-	f.StringVar(&o.Format, "format", "text", "output format: "+strings.Join(histFormats, ", "))
+	enumFlag(f, &o.Format, "format", "", "text", histFormats, "format", "", "output format: "+strings.Join(histFormats, ", "))
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF program, load nothing")
 	return c
 }
@@ -142,6 +140,34 @@ func oneOf(s string, set []string) bool {
 		}
 	}
 	return false
+}
+
+// histEvents returns the events of the hists: each -e that is a glob
+// (SYS:*, *:EVENT, ...) stands for the events of c it matches, one hist
+// each, and a plain name for itself, looked up later. ftrace's own events,
+// which no program can attach to, are left out of a live hist's globs.
+func histEvents(c catalog.Catalog, names []string, offline bool) ([]string, error) {
+	var out []string
+	for _, name := range names {
+		if !strings.ContainsAny(name, "*?[") {
+			out = append(out, name)
+			continue
+		}
+		evs, err := catalog.Match(c, name)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range evs {
+			if offline || e.System != "ftrace" {
+				out = append(out, e.String())
+			}
+		}
+		if len(out) == n {
+			return nil, usagef("-e %s names only ftrace's own events, which are no tracepoints (hist -i reads them from a recording)", name)
+		}
+	}
+	return out, nil
 }
 
 // histSpec parses the hist from the raw string or the flags.
@@ -163,8 +189,12 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
+	events, err := histEvents(catalog.Live(fs), o.Events, false)
+	if err != nil {
+		return err
+	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Spec: spec, Events: o.Events, PIDs: o.PIDs, Format: o.Format, Clear: o.Clear, Out: d.Out,
+		Spec: spec, Events: events, PIDs: o.PIDs, Format: o.Format, Clear: o.Clear, Out: d.Out,
 	})
 	if err != nil {
 		return err
@@ -184,16 +214,20 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	f, _, err := openFile(d, o.Input)
+	f, cat, err := openFile(d, o.Input)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	defer warnDamage(d, o.Input, f)
+	events, err := histEvents(cat, o.Events, true)
+	if err != nil {
+		return err
+	}
 	var tables []*hist.Table
 	var infos []string
 	var damage error
-	for _, ev := range o.Events {
+	for _, ev := range events {
 		t, err := hist.RunFile(ctx, spec, f, ev, hist.FileOptions{})
 		if t == nil {
 			return spec.Locate(err)

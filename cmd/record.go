@@ -100,23 +100,8 @@ are recorded unless -P names some.`,
 			if o.Output == "" {
 				return usagef("-o needs a file name")
 			}
-			if o.BufferKB <= 0 {
-				return usagef("invalid -b %d: want the KiB of buffer per CPU, > 0", o.BufferKB)
-			}
-			if !oneOf(o.Clock, recordClocks) {
-				return usagef("invalid -C %q: want one of %s (BPF cannot read trace-cmd's default clock, local)", o.Clock, strings.Join(recordClocks, ", "))
-			}
-			if !oneOf(o.Compression, recordCompressions) {
-				return usagef("invalid --compression %q: want one of %s", o.Compression, strings.Join(recordCompressions, ", "))
-			}
-			if o.FileVersion != 6 && o.FileVersion != 7 {
-				return usagef("invalid --file-version %d: want 6 or 7", o.FileVersion)
-			}
 			if o.FileVersion == 6 && o.Compression != "none" {
 				return usagef("--compression %s needs --file-version 7", o.Compression)
-			}
-			if o.Duration < 0 {
-				return usagef("--duration must be positive")
 			}
 			if runF != nil {
 				return runF(o)
@@ -128,12 +113,16 @@ are recorded unless -P names some.`,
 	f.VarP(&eventFlag{&o.Events}, "event", "e", "event to record: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
 	f.VarP(&filterFlag{&o.Events}, "filter", "f", "filter for the events of the -e just before")
 	f.StringVarP(&o.Output, "output", "o", "trace.dat", "file to write")
-	f.IntVarP(&o.BufferKB, "buffer-size", "b", record.DefaultBufferKB, "ring buffer per CPU in KiB, rounded up to a power of two (at least 64)")
-	f.IntSliceVarP(&o.PIDs, "pid", "P", nil, "only record events of these process ids")
-	f.StringVarP(&o.Clock, "clock", "C", "mono", "trace clock of the timestamps: "+strings.Join(recordClocks, ", "))
-	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 10s)")
-	f.StringVar(&o.Compression, "compression", "none", "compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
-	f.IntVar(&o.FileVersion, "file-version", 7, "trace.dat version: 6 or 7")
+	intFlag(f, &o.BufferKB, "buffer-size", "b", record.DefaultBufferKB, 1, record.MaxBufferKB, "buffer size",
+		fmt.Sprintf("the ring buffer per CPU is 1 to %d KiB", record.MaxBufferKB),
+		"ring buffer per CPU in KiB, rounded up to a power of two (at least 64)")
+	pidsFlag(f, &o.PIDs, "pid", "P", "only record events of these processes (ids of running processes, comma-separated)")
+	enumFlag(f, &o.Clock, "clock", "C", "mono", recordClocks, "clock", "BPF cannot read trace-cmd's default clock, local",
+		"trace clock of the timestamps: "+strings.Join(recordClocks, ", "))
+	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to record until Ctrl-C", "stop after this long (e.g. 10s)")
+	enumFlag(f, &o.Compression, "compression", "", "none", recordCompressions, "compression", "",
+		"compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
+	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	return c
 }
@@ -192,7 +181,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 		return err
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", w.Caret())
+		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", capLines(w.Caret()))
 	}
 	if o.DryRun {
 		return plan.Describe(d.Out)

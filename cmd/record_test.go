@@ -84,11 +84,11 @@ func TestRecordCmdUsage(t *testing.T) {
 		{[]string{"-f", "x == 1", "-e", "a:b"}, "a filter must follow the -e EVENT it filters"},
 		{[]string{"-e", "a:b", "-f", "x == 1", "-f", "y == 2"}, "-e a:b already has a filter: join the two with && in one -f"},
 		{[]string{"-e", "a:b", "stray"}, `record takes no arguments, got "stray"`},
-		{[]string{"-e", "a:b", "--compression", "gzip"}, `invalid --compression "gzip"`},
-		{[]string{"-e", "a:b", "--file-version", "5"}, "invalid --file-version 5"},
+		{[]string{"-e", "a:b", "--compression", "gzip"}, `--compression:1:1: invalid compression "gzip"`},
+		{[]string{"-e", "a:b", "--file-version", "5"}, "--file-version:1:1: file version 5 out of range"},
 		{[]string{"-e", "a:b", "--file-version", "6", "--compression", "zstd"}, "--compression zstd needs --file-version 7"},
-		{[]string{"-e", "a:b", "-b", "0"}, "invalid -b 0"},
-		{[]string{"-e", "a:b", "-C", "local"}, `invalid -C "local": want one of mono, boot, tai`},
+		{[]string{"-e", "a:b", "-b", "0"}, "-b:1:1: buffer size 0 out of range"},
+		{[]string{"-e", "a:b", "-C", "local"}, `-C:1:1: invalid clock "local"`},
 		{[]string{"-e", "a:b", "-o", ""}, "-o needs a file name"},
 	}
 	for _, tc := range cases {

@@ -3,18 +3,16 @@ package cmd
 import (
 	"bufio"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
 )
 
 type reportOptions struct {
 	Input   string
 	Filters []string
-	CPUs    string
+	CPUs    []int // nil: every CPU
 	Ns      bool
 	Raw     bool
 	Stat    bool
@@ -66,9 +64,6 @@ complete page.`,
 				}
 				o.Input = args[0]
 			}
-			if !oneOf(o.Format, reportFormats) {
-				return usagef("invalid --format %q: want one of %s", o.Format, strings.Join(reportFormats, ", "))
-			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -78,22 +73,15 @@ complete page.`,
 	f := c.Flags()
 	f.StringVarP(&o.Input, "input", "i", "trace.dat", "the trace.dat file to read")
 	f.StringArrayVarP(&o.Filters, "filter", "F", nil, "only events matching 'EVENT[,EVENT...][: FILTER]' (repeatable)")
-	f.StringVar(&o.CPUs, "cpu", "", "only these CPUs, e.g. 0,2-3")
+	f.Var(&cpusValue{p: &o.CPUs, flag: "--cpu"}, "cpu", "only these CPUs, e.g. 0,2-3")
 	f.BoolVarP(&o.Ns, "ns", "t", false, "print timestamps in nanoseconds")
 	f.BoolVarP(&o.Raw, "raw", "R", false, "print every field as name=value instead of the print format")
 	f.BoolVar(&o.Stat, "stat", false, "print the file's per-CPU statistics, as trace-cmd report --stat")
-	f.StringVar(&o.Format, "format", "text", "output format: text, json (one document) or ndjson (one event a line)")
+	enumFlag(f, &o.Format, "format", "", "text", reportFormats, "format", "", "output format: text, json (one document) or ndjson (one event a line)")
 	return c
 }
 
 func runReport(d *Deps, o *reportOptions) error {
-	var cpus []int
-	if o.CPUs != "" {
-		var err error
-		if cpus, err = parse.CPUList("--cpu", o.CPUs); err != nil {
-			return err
-		}
-	}
 	f, cat, err := openFile(d, o.Input)
 	if err != nil {
 		return err
@@ -105,10 +93,10 @@ func runReport(d *Deps, o *reportOptions) error {
 		return err
 	}
 	for _, w := range warns {
-		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", w.Caret())
+		fmt.Fprintf(d.Err, "gtrace: warning: %s\n", capLines(w.Caret()))
 	}
 	w := bufio.NewWriterSize(d.Out, 1<<16)
-	ro := report.Options{CPUs: cpus, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
+	ro := report.Options{CPUs: o.CPUs, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
 	switch {
 	case o.Stat:
 		err = report.Stat(w, f)

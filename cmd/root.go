@@ -98,19 +98,19 @@ func handleError(w io.Writer, err error) int {
 	}
 	var pe *parse.Error
 	if errors.As(err, &pe) {
-		fmt.Fprintf(w, "gtrace: %s\n", pe.Caret())
+		fmt.Fprintf(w, "gtrace: %s\n", capLines(pe.Caret()))
 		return exitUsage
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
-		fmt.Fprintf(w, "gtrace: %v\nRun 'gtrace --help' for usage.\n", err)
+		fmt.Fprintf(w, "gtrace: %s\nRun 'gtrace --help' for usage.\n", errorText(err))
 		return exitUsage
 	}
 	if errors.Is(err, tracefs.ErrNoEvent) || errors.Is(err, hist.ErrNoEvent) {
-		fmt.Fprintf(w, "gtrace: %v\n", err)
+		fmt.Fprintf(w, "gtrace: %s\n", errorText(err))
 		return exitUsage
 	}
-	fmt.Fprintf(w, "gtrace: %v\n", err)
+	fmt.Fprintf(w, "gtrace: %s\n", errorText(err))
 	var le loadError
 	if errors.As(err, &le) {
 		if tail := le.VerifierTail(20); tail != "" {

@@ -97,11 +97,11 @@ func ParseHist(name, src string) (*HistSpec, error) {
 
 // HistFlags is a hist given with gtrace's flags rather than as a
 // "hist:..." string: --keys, --vals and --sort (lists, as pflag's string
-// slices give them), --size (0 for the default), --filter and --name.
+// slices give them), --size (as typed, judged as size= is; "" for the
+// default), --filter and --name.
 type HistFlags struct {
-	Keys, Vals, Sort []string
-	Size             int
-	Filter, Name     string
+	Keys, Vals, Sort   []string
+	Size, Filter, Name string
 }
 
 // HistFromFlags builds the spec the flags describe: the same as ParseHist
@@ -149,8 +149,11 @@ func HistFromFlags(f HistFlags) (*HistSpec, error) {
 		}
 		add("--sort", "sort=", sort)
 	}
-	if f.Size != 0 {
-		add("--size", "size=", strconv.Itoa(f.Size))
+	if f.Size != "" {
+		if e := histFlagWord("--size", f.Size, histSizeHint); e != nil {
+			return nil, e
+		}
+		add("--size", "size=", f.Size)
 	}
 	if strings.TrimSpace(f.Filter) != "" {
 		add("--filter", " if ", f.Filter)

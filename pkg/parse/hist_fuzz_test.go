@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -56,10 +55,12 @@ func FuzzParseHist(f *testing.F) {
 // FuzzHistFromFlags checks that an error names one of the flags and points
 // into its text, and that a spec equals ParseHist of its Src.
 func FuzzHistFromFlags(f *testing.F) {
-	f.Add("common_pid.execname,id.syscall", "count", "hitcount.descending", 256, "id == 1", "n")
-	f.Add("pid", "a.log2", "pid.up", 7, "pid == ", "a b")
-	f.Add("pid,", "", "", 0, "", "")
-	f.Fuzz(func(t *testing.T, keys, vals, sort string, size int, filter, name string) {
+	f.Add("common_pid.execname,id.syscall", "count", "hitcount.descending", "256", "id == 1", "n")
+	f.Add("pid", "a.log2", "pid.up", "7", "pid == ", "a b")
+	f.Add("pid,", "", "", "", "", "")
+	f.Add("pid", "", "", "0", "", "")
+	f.Add("pid", "", "", "1:vals=x", "", "")
+	f.Fuzz(func(t *testing.T, keys, vals, sort, size, filter, name string) {
 		split := func(list string) []string {
 			if list == "" {
 				return nil
@@ -68,7 +69,7 @@ func FuzzHistFromFlags(f *testing.F) {
 		}
 		flags := HistFlags{Keys: split(keys), Vals: split(vals), Sort: split(sort), Size: size, Filter: filter, Name: name}
 		texts := map[string]string{
-			"--keys": keys, "--vals": vals, "--sort": sort, "--size": strconv.Itoa(size), "--filter": filter, "--name": name,
+			"--keys": keys, "--vals": vals, "--sort": sort, "--size": size, "--filter": filter, "--name": name,
 		}
 		spec, err := HistFromFlags(flags)
 		if (spec == nil) == (err == nil) {

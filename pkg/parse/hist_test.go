@@ -368,7 +368,7 @@ func TestHistFromFlags(t *testing.T) {
 		want  string
 	}{
 		{HistFlags{Keys: []string{"common_pid.execname", "id.syscall"}, Vals: []string{"count"},
-			Sort: []string{"hitcount.descending"}, Size: 256, Filter: "id == 1"},
+			Sort: []string{"hitcount.descending"}, Size: "256", Filter: "id == 1"},
 			"hist:keys=common_pid.execname,id.syscall:vals=hitcount,count:sort=hitcount.descending:size=256 if id == 1"},
 		{HistFlags{Keys: []string{"id"}}, "hist:keys=id:vals=hitcount:sort=hitcount:size=2048"},
 		{HistFlags{Keys: []string{"id.syscall"}, Sort: []string{"id", "hitcount.descending"}, Filter: " "},
@@ -412,8 +412,10 @@ func TestHistFromFlagsErrors(t *testing.T) {
 		{HistFlags{Keys: []string{"pid"}, Sort: []string{"pid", "pd"}}, "--sort", "pid,pd", "sort field must be a key or a val", 4, 6},
 		{HistFlags{Keys: []string{"pid"}, Sort: []string{"pid.up"}}, "--sort", "pid.up", "invalid sort modifier", 4, 6},
 		{HistFlags{Keys: []string{"a", "b"}, Sort: []string{"a", "b", "hitcount"}}, "--sort", "a,b,hitcount", "too many sort fields (max = 2)", 4, 12},
-		{HistFlags{Keys: []string{"pid"}, Size: 7}, "--size", "7", "size 7 out of range", 0, 1},
-		{HistFlags{Keys: []string{"pid"}, Size: -256}, "--size", "-256", `invalid size "-256"`, 0, 4},
+		{HistFlags{Keys: []string{"pid"}, Size: "7"}, "--size", "7", "size 7 out of range", 0, 1},
+		{HistFlags{Keys: []string{"pid"}, Size: "-256"}, "--size", "-256", `invalid size "-256"`, 0, 4},
+		{HistFlags{Keys: []string{"pid"}, Size: "0"}, "--size", "0", "size 0 out of range", 0, 1},
+		{HistFlags{Keys: []string{"pid"}, Size: "1:vals=x"}, "--size", "1:vals=x", `unexpected ":"`, 1, 2},
 		{HistFlags{Keys: []string{"pid"}, Name: "n"}, "--name", "n", "named hists shared between events are not supported yet", 0, 1},
 		{HistFlags{Keys: []string{"pid"}, Name: "a b"}, "--name", "a b", "named hists shared between events are not supported yet", 0, 3},
 		{HistFlags{Keys: []string{"pid.bogus"}, Name: "foo"}, "--name", "foo", "named hists shared between events are not supported yet", 0, 3},

@@ -22,6 +22,9 @@ import (
 // storm on every CPU without losing events.
 const DefaultBufferKB = 8192
 
+// MaxBufferKB is the largest ring buffer per CPU, in KiB (4 GiB).
+const MaxBufferKB = 1 << 22
+
 // minRing is the smallest ring buffer: four batches.
 const minRing = 4 * (bpfgen.BatchHeader + bpfgen.BatchData)
 
@@ -95,8 +98,8 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	if kb == 0 {
 		kb = DefaultBufferKB
 	}
-	if kb < 0 || kb > 1<<22 {
-		return nil, fmt.Errorf("buffer size %d KiB: want 1 to %d KiB per CPU", kb, 1<<22)
+	if kb < 0 || kb > MaxBufferKB {
+		return nil, fmt.Errorf("buffer size %d KiB: want 1 to %d KiB per CPU", kb, MaxBufferKB)
 	}
 	page := os.Getpagesize()
 	ring := minRing
