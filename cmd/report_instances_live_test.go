@@ -106,7 +106,7 @@ func TestPrivilegedReportInstances(t *testing.T) {
 	// trace-cmd numbers the CPUs of the instances after those of the top
 	// one: with N CPUs, N is the first CPU of the first instance.
 	runs := [][]string{nil, {"-t"}, {"-R"}, {"--stat"}, {"--cpu", "0"}, {"--cpu", strconv.Itoa(cpus)}, {"--cpu", fmt.Sprintf("1,%d-%d", 2*cpus, 3*cpus-1)}}
-	filters := []string{"sched_switch: prev_pid == 0 || next_pid == 0", "sched_wakeup,sys_enter: common_pid != 0"}
+	filters := []string{"sched_switch: prev_comm == \"true\" || next_pid == 0", "sched_wakeup,sys_enter: common_pid != 0"}
 	for name, f := range files {
 		for _, args := range runs {
 			want := traceCmd(t, append([]string{"report", "-i", f}, args...)...)
