@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 )
 
@@ -68,8 +67,8 @@ type WriteOptions struct {
 // CPUs with data, DONE 0), then points the first section's DONE at the
 // second, syncs, and removes the spool files. For version 6 it writes the
 // whole file anew next to PATH and renames it over PATH. Until then, a
-// Close cut short leaves an interrupted recording. Files are created with
-// mode 0600.
+// Close cut short leaves an interrupted recording. Every file is created
+// new with mode 0600 (see Create).
 //
 // The methods of a Writer must not be called concurrently, except that
 // the PageWriters of different CPUs may be used by different goroutines.
@@ -95,10 +94,17 @@ type recordingForm struct {
 	cmdlinesOff int64 // CMDLINES section header, 0 if none
 }
 
-// Create creates the trace.dat file path (mode 0600, replacing any file
-// there) and its spool files path.cpuN, one per CPU, and writes the
-// metadata of m into path. Feed the records of CPU n to w.CPU(n), then
-// call Close to write the final file, or Abort to remove everything.
+// Create creates the trace.dat file path (mode 0600) and its spool files
+// path.cpuN, one per CPU, and writes the metadata of m into path. Feed
+// the records of CPU n to w.CPU(n), then call Close to write the final
+// file, or Abort to remove everything.
+//
+// Each file is new, created without following a symbolic link. An old
+// regular file of the running user at one of the names is removed
+// first; anything else there (a symbolic link, a named pipe, a device,
+// a directory, another user's file) makes Create fail, before it
+// creates or removes anything, with an error wrapping
+// ErrNotReplaceable.
 func Create(path string, m Meta, o WriteOptions) (*Writer, error) {
 	if err := o.normalize(); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -109,19 +115,30 @@ func Create(path string, m Meta, o WriteOptions) (*Writer, error) {
 	w := &Writer{path: path, meta: m, opts: o, cmdlines: m.Cmdlines, stats: make([]string, m.CPUs)}
 	if err := w.create(); err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
 	return w, nil
 }
 
+// create creates the files; its errors name the file they are about.
 func (w *Writer) create() error {
+	names := []string{w.path}
+	for cpu := range w.meta.CPUs {
+		names = append(names, spoolPath(w.path, cpu))
+	}
+	// Replace nothing if one of the names is refused.
+	for _, name := range names {
+		if err := checkReplaceable(name); err != nil {
+			return err
+		}
+	}
 	f, err := createFile(w.path)
 	if err != nil {
 		return err
 	}
 	w.f = f
-	for cpu := range w.meta.CPUs {
-		sf, err := createFile(spoolPath(w.path, cpu))
+	for _, name := range names[1:] {
+		sf, err := createFile(name)
 		if err != nil {
 			return err
 		}
@@ -134,32 +151,18 @@ func (w *Writer) create() error {
 	}
 	z, err := newCompressor(comp)
 	if err != nil {
-		return err
+		return fmt.Errorf("create %s: %w", w.path, err)
 	}
 	defer z.close()
 	form, b, err := encodeRecordingForm(&w.meta, z)
 	if err != nil {
-		return err
+		return fmt.Errorf("create %s: %w", w.path, err)
 	}
 	w.form = form
 	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("write metadata: %w", err)
+		return fileError("write metadata to", w.path, err)
 	}
 	return nil
-}
-
-// createFile creates or truncates path with mode 0600, also when it
-// existed with another mode.
-func createFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // spoolPath returns the name of CPU cpu's spool file.
@@ -279,7 +282,7 @@ func (w *Writer) finish() error {
 // finishV6 writes the version 6 file next to path and renames it over
 // path.
 func (w *Writer) finishV6(data []spool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(w.path), filepath.Base(w.path)+".*.tmp")
+	tmp, err := createTemp(w.path)
 	if err != nil {
 		return err
 	}
@@ -321,7 +324,8 @@ func removeSpools(path string, cpus int) error {
 	return errors.Join(errs...)
 }
 
-// Abort stops the recording and removes path and its spool files. After
+// Abort stops the recording and removes path and its spool files, those
+// that Create made. After
 // a successful Close it does nothing, so it can be deferred right after
 // Create.
 func (w *Writer) Abort() {
@@ -329,14 +333,15 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.closed = true
-	for _, sf := range w.spools {
+	// Remove only what Create made: a refused file stays.
+	for cpu, sf := range w.spools {
 		sf.Close()
+		os.Remove(spoolPath(w.path, cpu))
 	}
 	if w.f != nil {
 		w.f.Close()
 		os.Remove(w.path)
 	}
-	removeSpools(w.path, w.meta.CPUs)
 }
 
 // spool is the data of one CPU: whole pages at the start of a file.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"syscall"
 )
 
 // ErrNotSpooled is returned by OpenSpooled and Recover for a file that is
@@ -129,7 +130,9 @@ func (in *interrupted) copyForm(f *os.File) error {
 }
 
 func (in *interrupted) recover() error {
-	f, err := os.OpenFile(in.path, os.O_RDWR, 0)
+	// Complete only a regular file of the running user, not what a link
+	// points to.
+	f, err := openNoFollow(in.path, os.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -300,15 +303,18 @@ func (in *interrupted) spools() ([]spool, error) {
 	var out []spool
 	for cpu := range in.cpus {
 		p := spoolPath(in.path, cpu)
-		st, err := os.Stat(p)
+		st, err := os.Lstat(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("spool file %s is %s", p, fileKind(st.Mode()))
+		}
 		if n := st.Size() / int64(in.pageSize) * int64(in.pageSize); n > 0 {
-			out = append(out, spool{cpu: cpu, r: pathReaderAt(p), size: n})
+			out = append(out, spool{cpu: cpu, r: spoolReaderAt(p), size: n})
 		}
 	}
 	return out, nil
@@ -386,6 +392,27 @@ func (v *spoolView) ReadAt(b []byte, off int64) (int, error) {
 		return len(b), io.EOF
 	}
 	return len(b), nil
+}
+
+// spoolReaderAt reads the spool file at its path, opening it for each
+// read: never through a symbolic link, and never blocking on a named
+// pipe put in its place.
+type spoolReaderAt string
+
+func (p spoolReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	f, err := os.OpenFile(string(p), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("spool file %s is %s", p, fileKind(st.Mode()))
+	}
+	return f.ReadAt(b, off)
 }
 
 // pathReaderAt reads the file at its path, opening it for each read.
