@@ -189,7 +189,10 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		return err
 	}
 	defer f.Close()
-	defer warnDamage(d, o.Input, f)
+	defer func() {
+		warnDamage(d, o.Input, f)
+		warnSkipped(d, o.Input, "the hist", f)
+	}()
 	var tables []*hist.Table
 	var infos []string
 	var damage error

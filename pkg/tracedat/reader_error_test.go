@@ -164,24 +164,25 @@ func TestRecordErrors(t *testing.T) {
 		warn   string // the warning of the skipped page or chunk
 		err    string // Err(), "" for none
 		keep   int    // records of cpu 0 still yielded
+		pages  int    // SkippedPages()
 	}{
 		{"commit past the page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+4096+8:], 5000) },
-			"cpu 0: page at offset 0x", "", 60},
+			"cpu 0: page at offset 0x", "", 60, 1},
 		{"commit of the first page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+8:], 5000) },
-			"data size 5000 exceeds the page's 4080 bytes (skipped the rest of the page)", "", 60},
+			"data size 5000 exceeds the page's 4080 bytes (skipped the rest of the page)", "", 60, 1},
 		{"corrupt record", false, func(b []byte, c CPUData) { // read itself with the rest of the page, as trace-cmd reads it
 			le.PutUint64(b[c.Offset+16+68*3:], 0xffff<<32) // type_len 0, length 0xffff
 		},
-			"cpu 0: page at offset 0x", "", 64},
+			"cpu 0: page at offset 0x", "", 64, 1},
 		{"corrupt chunk", true, func(b []byte, c CPUData) {
 			for i := c.Offset + 12; i < c.Offset+40; i++ {
 				b[i] ^= 0xff
 			}
-		}, "cpu 0: chunk at offset 0x", "", 0},
+		}, "cpu 0: chunk at offset 0x", "", 0, 2},
 		{"chunk size", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+8:], 4095) },
-			"uncompressed size 4095 is not a whole number of 4096-byte pages (skipped the chunk)", "", 0},
+			"uncompressed size 4095 is not a whole number of 4096-byte pages (skipped the chunk)", "", 0, 1},
 		{"chunk past the end", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+4:], 1<<30) },
-			"", "compressed bytes run past the end of the file", 0},
+			"", "compressed bytes run past the end of the file", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +204,9 @@ func TestRecordErrors(t *testing.T) {
 			readAllRecords(t, f.Records())
 			if n := len(f.Warnings()); n != len(w) {
 				t.Errorf("second read: %d warnings, want %d", n, len(w))
+			}
+			if n := f.SkippedPages(); n != tt.pages {
+				t.Errorf("SkippedPages() = %d after two reads, want %d", n, tt.pages)
 			}
 			n := map[int]int{}
 			for _, r := range recs {

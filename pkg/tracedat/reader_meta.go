@@ -55,12 +55,12 @@ func (rd *reader) readFormat(d *decoder, system string) {
 			// before the damaged line and no print fmt.
 			fm.System = system
 			rd.f.Events[fm.ID] = &Event{Format: fm, Text: kept}
-			rd.f.damage.add("format "+at, fmt.Sprintf("the format of event %s at %s is damaged (its records print as [FAILED TO PARSE] with the %d fields before the damage): %v", formatName(system, text), at, len(fm.Fields), err))
+			rd.f.damage.add("format "+at, fmt.Sprintf("the format of event %s at %s is damaged (its records print as [FAILED TO PARSE] with the %d fields before the damage): %v", formatName(system, text), at, len(fm.Fields), err), 0)
 			return
 		}
 		// As trace-cmd does, skip the event: its records print as
 		// unknown events, and the rest of the file reads.
-		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err))
+		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err), 0)
 		return
 	}
 	fm.System = system
@@ -226,7 +226,7 @@ func (rd *reader) readMetaSections() error {
 		case err == nil:
 		case id == OptionKallsyms || id == OptionPrintk || id == OptionCmdlines:
 			// Symbols and names only make the output nicer: read on.
-			rd.f.damage.add(fmt.Sprintf("section %#x", off), fmt.Sprintf("skipped the %v section at %#x: %v", id, off, err))
+			rd.f.damage.add(fmt.Sprintf("section %#x", off), fmt.Sprintf("skipped the %v section at %#x: %v", id, off, err), 0)
 		default:
 			return fmt.Errorf("read %v section at %#x: %w", id, off, err)
 		}
