@@ -219,7 +219,10 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		return err
 	}
 	defer f.Close()
-	defer warnDamage(d, o.Input, f)
+	defer func() {
+		warnDamage(d, o.Input, f)
+		warnSkipped(d, o.Input, "the hist", f)
+	}()
 	events, err := histEvents(cat, o.Events, true)
 	if err != nil {
 		return err

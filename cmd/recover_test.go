@@ -157,9 +157,10 @@ func snapshot(t *testing.T, path string) string {
 	return b.String()
 }
 
-// TestReportDamaged: an event format that does not parse and a page with
-// a bad header are skipped with one warning each; the rest prints and
-// the exit status is 0.
+// TestReportDamaged: an event format damaged in its field list (kept
+// with the fields before the damage) and a page with a bad header
+// (skipped) get one warning each; the rest prints and the exit status is
+// 0. hist -i says how many damaged pages it leaves out.
 func TestReportDamaged(t *testing.T) {
 	in := interruptedRecording(t)
 	path := filepath.Join(t.TempDir(), "damaged.dat")
@@ -172,13 +173,13 @@ func TestReportDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The format of sched_switch: a bad offset.
+	// The format of sched_switch: a bad field line.
 	i := bytes.Index(data, []byte("name: sched_switch\n"))
 	j := bytes.Index(data[i:], []byte("offset:24;"))
 	if i < 0 || j < 0 {
 		t.Fatal("no sched_switch format in the file")
 	}
-	copy(data[i+j:], "offset:2x;")
+	copy(data[i+j:], "offset;24:")
 	// The first page of the data: a commit past the page.
 	f, err := tracedat.Open(path)
 	if err != nil {
@@ -200,9 +201,18 @@ func TestReportDamaged(t *testing.T) {
 		t.Errorf("stderr = %q, want a warning naming sched:sched_switch and one about the page", errb)
 	}
 	lines := strings.Split(out.String(), "\n")
-	unknown := strings.Count(out.String(), "[UNKNOWN EVENT]")
-	if unknown == 0 || len(lines) >= len(strings.Split(clean, "\n")) || len(lines) < 10 {
-		t.Errorf("report: %d lines, %d unknown events; want fewer lines than the clean file's, its sched_switch records unknown:\n%s", len(lines), unknown, out)
+	failed := strings.Count(out.String(), "sched_switch:         <CANT FIND FIELD prev_pid>![FAILED TO PARSE] prev_comm=")
+	if failed == 0 || len(lines) >= len(strings.Split(clean, "\n")) || len(lines) < 10 {
+		t.Errorf("report: %d lines, %d sched_switch failed to parse; want fewer lines than the clean file's, its sched_switch records failed to parse:\n%s", len(lines), failed, out)
+	}
+
+	d, _, errb = fakeDeps(t)
+	if code := runDeps(d, "hist", "-i", path, "-e", "sched:sched_wakeup", "-k", "pid"); code != 0 {
+		t.Fatalf("hist -i: exit %d: %s", code, errb)
+	}
+	warns = strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
+	if len(warns) != 3 || !strings.HasSuffix(warns[2], ": the hist leaves out the records of 1 damaged page") {
+		t.Errorf("hist -i stderr = %q, want the two warnings and the damaged page count", errb)
 	}
 }
 

@@ -30,6 +30,18 @@ func warnDamage(d *Deps, p string, f *tracedat.File) {
 	}
 }
 
+// warnSkipped prints, after the warnings, one line that says how many
+// damaged pages the output (what: "the hist") leaves records out of.
+func warnSkipped(d *Deps, p, what string, f *tracedat.File) {
+	switch n := f.SkippedPages(); n {
+	case 0:
+	case 1:
+		fmt.Fprintf(d.Err, "gtrace: warning: %s: %s leaves out the records of 1 damaged page\n", shellWord(p), what)
+	default:
+		fmt.Fprintf(d.Err, "gtrace: warning: %s: %s leaves out the records of %d damaged pages\n", shellWord(p), what, n)
+	}
+}
+
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
 
 // shellWord quotes s for a shell command line when it needs it.

@@ -59,6 +59,7 @@ type PageReader struct {
 	off    int    // DataOffset, to report page-relative offsets
 	t      uint64 // running timestamp
 	missed int64  // lost events to report on the next record
+	err    error  // the damage that ended the page after the record returned last
 	be     bool
 	layout PageLayout
 }
@@ -76,7 +77,7 @@ func NewPageReader(l PageLayout) (*PageReader, error) {
 // record, it is kept for the first record of the next page.
 func (p *PageReader) Reset(page []byte) error {
 	l := p.layout
-	p.data, p.rest, p.pos = nil, nil, 0
+	p.data, p.rest, p.pos, p.err = nil, nil, 0, nil
 	if len(page) != l.Size {
 		return fmt.Errorf("page is %d bytes, want %d", len(page), l.Size)
 	}
@@ -142,8 +143,14 @@ func addMissed(a, b int64) int64 {
 // Missed; CPU is left alone) and reports whether there was one. At the
 // end of the page it returns false and a nil error; a malformed record
 // returns false and an error naming its page offset, and ends the page.
-// rec.Data aliases the page.
+// A data record whose length runs past the data is returned first, with
+// the bytes the page holds from its payload on, as trace-cmd reads it;
+// the next call returns the error. rec.Data aliases the page.
 func (p *PageReader) Next(rec *Record) (bool, error) {
+	if err := p.err; err != nil {
+		p.err = nil
+		return false, err
+	}
 	data := p.data
 	for pos := p.pos; pos < len(data); {
 		if len(data)-pos < 4 {
@@ -185,14 +192,19 @@ func (p *PageReader) Next(rec *Record) (bool, error) {
 				return p.bad(pos, "length word %d is below 4", array)
 			}
 			n := (int64(array) - 4 + 3) &^ 3
+			p.t += delta
+			rec.Missed, p.missed = p.missed, 0
 			if n > int64(len(data)-pos-8) {
-				return p.bad(pos, "%d-byte payload runs past the data", n)
+				// A damaged length runs past the data: as trace-cmd
+				// does, return the record with what the page holds,
+				// then end the page with the damage.
+				p.pos, p.err = len(data), p.fault(pos, "%d-byte payload runs past the data", n)
+				rec.TS, rec.Data = p.t, p.rest[pos+8:min(int64(len(p.rest)), int64(pos)+8+n)]
+				return true, nil
 			}
 			end := pos + 8 + int(n)
-			p.t += delta
 			p.pos = end
 			rec.TS, rec.Data = p.t, data[pos+8:end]
-			rec.Missed, p.missed = p.missed, 0
 			return true, nil
 		case typeLen == typePadding:
 			if delta == 0 {
@@ -244,10 +256,15 @@ func (p *PageReader) array(pos int) (uint32, error) {
 
 // bad ends the page with an error about the record at pos.
 func (p *PageReader) bad(pos int, format string, args ...any) (bool, error) {
-	typeLen := p.typeLen(pos)
+	err := p.fault(pos, format, args...)
 	p.pos = len(p.data)
-	return false, fmt.Errorf("record at page offset %#x (type_len %d, %d data bytes): %s",
-		p.off+pos, typeLen, len(p.data), fmt.Sprintf(format, args...))
+	return false, err
+}
+
+// fault returns the error about the record at pos.
+func (p *PageReader) fault(pos int, format string, args ...any) error {
+	return fmt.Errorf("record at page offset %#x (type_len %d, %d data bytes): %s",
+		p.off+pos, p.typeLen(pos), len(p.data), fmt.Sprintf(format, args...))
 }
 
 func (p *PageReader) typeLen(pos int) int {

@@ -271,6 +271,14 @@ func TestPageErrors(t *testing.T) {
 	if err != nil || len(recs) != 1 || !bytes.Equal(recs[0].Data, []byte{7, 0, 0, 0, 9, 0, 0, 0}) {
 		t.Errorf("record cut by the commit: %v, %v; want the one record, whole", recs, err)
 	}
+	// A type_len 0 record whose length runs past the data is returned
+	// with what the page holds, as trace-cmd returns it, then the page
+	// ends with the damage.
+	page := withCommit(24, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0xff, 6, 0, 0, 0, 9, 0, 0, 0)
+	recs, err = decodePages(t, testLayout64, page)
+	if len(recs) != 2 || !bytes.Equal(recs[1].Data, page[16+16:]) || err == nil || !strings.Contains(err.Error(), "record at page offset 0x18 (type_len 0, 24 data bytes): 4293918716-byte payload runs past the data") {
+		t.Errorf("type_len 0 with a huge length: %d records, %v; want the second with the rest of the page, then the damage", len(recs), err)
+	}
 	for _, l := range []PageLayout{{Size: 4096, LongSize: 2, DataOffset: 16}, {Size: 16, LongSize: 8, DataOffset: 16}, {Size: 4096, LongSize: 8, DataOffset: 8}} {
 		if _, err := NewPageReader(l); err == nil {
 			t.Errorf("NewPageReader(%+v) = nil error", l)

@@ -186,3 +186,27 @@ func TestCutOpen(t *testing.T) {
 		t.Errorf("cut file: %d records, Err %v; want 60 and ErrTruncated", len(recs), err)
 	}
 }
+
+// TestCutWritten cuts files of the Writer at every page or chunk
+// boundary and in between: the options that name the CPU data come
+// before it, so a file cut anywhere in the data reads up to the cut.
+func TestCutWritten(t *testing.T) {
+	for _, comp := range []string{compressionNone, compressionZstd} {
+		t.Run(comp, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "w.dat")
+			wrWriteFile(t, path, wrMeta(t, 3), WriteOptions{Compression: comp}, wrEvents(3, 400, 7))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := Read(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.CPUs) != 3 || f.metaEnd > f.CPUs[0].Offset {
+				t.Fatalf("metadata ends at %#x, CPU data %+v: want 3 CPUs after the metadata", f.metaEnd, f.CPUs)
+			}
+			checkCuts(t, data, cutsAround(int64(len(data)), 1999, dataBoundaries(t, data)...))
+		})
+	}
+}

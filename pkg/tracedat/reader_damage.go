@@ -15,14 +15,16 @@ const maxWarnings = 20
 // formats it could not parse and pages it could not decode. Iterators of
 // one File share it, from several goroutines.
 type damageLog struct {
-	mu   sync.Mutex
-	seen map[string]bool // keys of the damage reported, so that a page read twice warns once
-	msgs []string
-	more int // warnings past maxWarnings
+	mu    sync.Mutex
+	seen  map[string]bool // keys of the damage reported, so that a page read twice warns once
+	msgs  []string
+	more  int // warnings past maxWarnings
+	pages int // pages whose records were skipped, in whole or from a bad record on
 }
 
-// add records one warning under key; a key already seen is ignored.
-func (l *damageLog) add(key, msg string) {
+// add records one warning under key about damage that cost the records
+// of pages pages; a key already seen is ignored.
+func (l *damageLog) add(key, msg string, pages int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen == nil {
@@ -32,6 +34,7 @@ func (l *damageLog) add(key, msg string) {
 		return
 	}
 	l.seen[key] = true
+	l.pages += pages
 	if len(l.msgs) < maxWarnings {
 		l.msgs = append(l.msgs, printable(msg))
 		return
@@ -58,6 +61,19 @@ func (f *File) Warnings() []string {
 		out = append(out, "and "+strconv.Itoa(l.more)+" more damaged parts skipped")
 	}
 	return out
+}
+
+// SkippedPages returns how many pages read so far were damaged: pages
+// whose records from the first bad one on were skipped, and the pages
+// of compressed chunks that did not decompress. Like Warnings, it grows
+// as iterators read, and counts each page once however often it is read.
+func (f *File) SkippedPages() int {
+	if f.damage == nil {
+		return 0
+	}
+	f.damage.mu.Lock()
+	defer f.damage.mu.Unlock()
+	return f.damage.pages
 }
 
 // printable escapes what a terminal should not see: control characters,

@@ -98,7 +98,7 @@ func TestReadErrors(t *testing.T) {
 // the rest of the file reads.
 func TestReadSkipsBadFormat(t *testing.T) {
 	data := testDataFile(t, func(tf *testFile) {
-		tf.systems[0].formats = append(tf.systems[0].formats, "name: x\x1b[31m\nID: 9\nformat:\nbogus line\n")
+		tf.systems[0].formats = append(tf.systems[0].formats, "name: x\x1b[31m\nID: -9\nformat:\n")
 	})
 	f, err := Read(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -108,12 +108,46 @@ func TestReadSkipsBadFormat(t *testing.T) {
 		t.Errorf("Events = %v, want 372 and not 9", f.Events)
 	}
 	w := f.Warnings()
-	if len(w) != 1 || !strings.Contains(w[0], `event sched:x\x1b[31m (ID 9)`) || !strings.Contains(w[0], "unexpected line in format file") {
+	if len(w) != 1 || !strings.Contains(w[0], `event sched:x\x1b[31m (ID -9)`) || !strings.Contains(w[0], "bad event ID") {
 		t.Errorf("Warnings() = %q, want one naming sched:x (escaped) and the parse error", w)
 	}
 	recs, err := readAllRecords(t, f.Records())
 	if err != nil || len(recs) != 240 {
 		t.Errorf("records: %d, %v; want 240, nil", len(recs), err)
+	}
+}
+
+// TestReadKeepsDamagedFields reads formats damaged in their field list:
+// as libtraceevent does, the event is kept with the fields before the
+// damaged line and no print fmt, so that its records print as "[FAILED
+// TO PARSE]" and those fields.
+func TestReadKeepsDamagedFields(t *testing.T) {
+	head := "name: x\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n"
+	tests := []struct {
+		name, damaged string
+		fields        int
+	}{
+		{"bad key", "\tfield:int b;\toffset:12;\tsi\\~v4;\tsigned:1;\n", 2},
+		{"bogus line", "bogus line\n", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := head + tt.damaged + "\tfield:int c;\toffset:16;\tsize:4;\tsigned:1;\n\nprint fmt: \"a=%d\", REC->a\n"
+			data := testDataFile(t, func(tf *testFile) {
+				tf.systems[0].formats = append(tf.systems[0].formats, text)
+			})
+			f, err := Read(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := f.Events[9]
+			if e == nil || len(e.Format.Fields) != tt.fields || e.Format.PrintFmt != "" || e.Text != head {
+				t.Fatalf("Events[9] = %+v, want the event with %d fields, no print fmt, the text before the damage", e, tt.fields)
+			}
+			if w := f.Warnings(); len(w) != 1 || !strings.Contains(w[0], "event sched:x (ID 9)") || !strings.Contains(w[0], "[FAILED TO PARSE] with the 2 fields before the damage") {
+				t.Errorf("Warnings() = %q, want one about the damaged fields", w)
+			}
+		})
 	}
 }
 
@@ -130,24 +164,25 @@ func TestRecordErrors(t *testing.T) {
 		warn   string // the warning of the skipped page or chunk
 		err    string // Err(), "" for none
 		keep   int    // records of cpu 0 still yielded
+		pages  int    // SkippedPages()
 	}{
 		{"commit past the page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+4096+8:], 5000) },
-			"cpu 0: page at offset 0x", "", 60},
+			"cpu 0: page at offset 0x", "", 60, 1},
 		{"commit of the first page", false, func(b []byte, c CPUData) { le.PutUint64(b[c.Offset+8:], 5000) },
-			"data size 5000 exceeds the page's 4080 bytes (skipped the rest of the page)", "", 60},
-		{"corrupt record", false, func(b []byte, c CPUData) {
+			"data size 5000 exceeds the page's 4080 bytes (skipped the rest of the page)", "", 60, 1},
+		{"corrupt record", false, func(b []byte, c CPUData) { // read itself with the rest of the page, as trace-cmd reads it
 			le.PutUint64(b[c.Offset+16+68*3:], 0xffff<<32) // type_len 0, length 0xffff
 		},
-			"cpu 0: page at offset 0x", "", 63},
+			"cpu 0: page at offset 0x", "", 64, 1},
 		{"corrupt chunk", true, func(b []byte, c CPUData) {
 			for i := c.Offset + 12; i < c.Offset+40; i++ {
 				b[i] ^= 0xff
 			}
-		}, "cpu 0: chunk at offset 0x", "", 0},
+		}, "cpu 0: chunk at offset 0x", "", 0, 2},
 		{"chunk size", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+8:], 4095) },
-			"uncompressed size 4095 is not a whole number of 4096-byte pages (skipped the chunk)", "", 0},
+			"uncompressed size 4095 is not a whole number of 4096-byte pages (skipped the chunk)", "", 0, 1},
 		{"chunk past the end", true, func(b []byte, c CPUData) { le.PutUint32(b[c.Offset+4:], 1<<30) },
-			"", "compressed bytes run past the end of the file", 0},
+			"", "compressed bytes run past the end of the file", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +204,9 @@ func TestRecordErrors(t *testing.T) {
 			readAllRecords(t, f.Records())
 			if n := len(f.Warnings()); n != len(w) {
 				t.Errorf("second read: %d warnings, want %d", n, len(w))
+			}
+			if n := f.SkippedPages(); n != tt.pages {
+				t.Errorf("SkippedPages() = %d after two reads, want %d", n, tt.pages)
 			}
 			n := map[int]int{}
 			for _, r := range recs {

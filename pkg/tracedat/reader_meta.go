@@ -49,14 +49,45 @@ func (rd *reader) readFormat(d *decoder, system string) {
 	}
 	fm, err := parse.ParseFormat(system+" format", text)
 	if err != nil {
+		at := d.at(pos)
+		if fm, kept := damagedFields(system, text, err); fm != nil {
+			// As libtraceevent does, keep the event with the fields
+			// before the damaged line and no print fmt.
+			fm.System = system
+			rd.f.Events[fm.ID] = &Event{Format: fm, Text: kept}
+			rd.f.damage.add("format "+at, fmt.Sprintf("the format of event %s at %s is damaged (its records print as [FAILED TO PARSE] with the %d fields before the damage): %v", formatName(system, text), at, len(fm.Fields), err), 0)
+			return
+		}
 		// As trace-cmd does, skip the event: its records print as
 		// unknown events, and the rest of the file reads.
-		at := d.at(pos)
-		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err))
+		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err), 0)
 		return
 	}
 	fm.System = system
 	rd.f.Events[fm.ID] = &Event{Format: fm, Text: text}
+}
+
+// damagedFields returns the format of an event whose format text failed
+// to parse with err in a line of its field list, with the fields before
+// that line and no print fmt, and the text up to that line. libtraceevent
+// keeps such an event and prints its records as "[FAILED TO PARSE]" and
+// the fields it read. Damage elsewhere returns nil.
+func damagedFields(system, text string, err error) (*parse.Format, string) {
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Src != text || pe.Off > len(text) {
+		return nil, ""
+	}
+	line := strings.LastIndexByte(text[:pe.Off], '\n') + 1
+	fields := strings.Index(text, "\nformat:\n")
+	if fields < 0 || line <= fields {
+		return nil, ""
+	}
+	kept := text[:line]
+	fm, err := parse.ParseFormat(system+" format", kept)
+	if err != nil {
+		return nil, ""
+	}
+	return fm, kept
 }
 
 // formatName names the event of a format text that does not parse, as
@@ -195,7 +226,7 @@ func (rd *reader) readMetaSections() error {
 		case err == nil:
 		case id == OptionKallsyms || id == OptionPrintk || id == OptionCmdlines:
 			// Symbols and names only make the output nicer: read on.
-			rd.f.damage.add(fmt.Sprintf("section %#x", off), fmt.Sprintf("skipped the %v section at %#x: %v", id, off, err))
+			rd.f.damage.add(fmt.Sprintf("section %#x", off), fmt.Sprintf("skipped the %v section at %#x: %v", id, off, err), 0)
 		default:
 			return fmt.Errorf("read %v section at %#x: %w", id, off, err)
 		}

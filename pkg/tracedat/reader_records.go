@@ -214,16 +214,17 @@ func (s *cpuStream) skip(err error) {
 	} else {
 		where = fmt.Sprintf("cpu %d: page at offset %#x", s.cpu, s.bufOff+int64(s.pageOff))
 	}
-	s.warn(where, fmt.Sprintf("%s: %v (skipped the rest of the page)", where, err))
+	s.warn(where, fmt.Sprintf("%s: %v (skipped the rest of the page)", where, err), 1)
 }
 
-// warn tells the File's damage log about damage at where.
-func (s *cpuStream) warn(where, msg string) {
+// warn tells the File's damage log about damage at where, which cost
+// the records of pages pages.
+func (s *cpuStream) warn(where, msg string, pages int) {
 	if b := s.it.buffer; b != "" {
 		where = "instance " + strconv.Quote(b) + ": " + where
 		msg = "instance " + strconv.Quote(b) + ": " + msg
 	}
-	s.it.damage.add(where, msg)
+	s.it.damage.add(where, msg, pages)
 }
 
 // start prepares reading: for compressed data, it reads the chunk count.
@@ -317,7 +318,7 @@ func (s *cpuStream) loadChunk() bool {
 		s.off += 8 + int64(csize)
 		if usize == 0 || usize%uint32(s.pageSize) != 0 {
 			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
-			s.warn(where, fmt.Sprintf("%s: uncompressed size %d is not a whole number of %d-byte pages (skipped the chunk)", where, usize, s.pageSize))
+			s.warn(where, fmt.Sprintf("%s: uncompressed size %d is not a whole number of %d-byte pages (skipped the chunk)", where, usize, s.pageSize), int((usize+uint32(s.pageSize)-1)/uint32(s.pageSize)))
 			continue
 		}
 		if cap(s.it.zbuf) < int(csize) {
@@ -334,10 +335,10 @@ func (s *cpuStream) loadChunk() bool {
 			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
 			n := min(len(out), int(usize)) / s.pageSize * s.pageSize
 			if n == 0 {
-				s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk)", where, err))
+				s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk)", where, err), int(usize)/s.pageSize)
 				continue
 			}
-			s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk after its first %d pages)", where, err, n/s.pageSize))
+			s.warn(where, fmt.Sprintf("%s: %v (skipped the chunk after its first %d pages)", where, err, n/s.pageSize), (int(usize)-n)/s.pageSize)
 			out = out[:n]
 		}
 		s.buf, s.bufOff, s.next = out, off, 0

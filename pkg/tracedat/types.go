@@ -113,7 +113,9 @@ type Event struct {
 	// Format is the parsed format. Its System is the event's system
 	// ("ftrace" for the formats of the ftrace block).
 	Format *parse.Format
-	// Text is the format file's text exactly as stored.
+	// Text is the format file's text exactly as stored; for a format
+	// damaged in its field list, the text before the damaged line (see
+	// File.Warnings).
 	Text string
 }
 

@@ -61,11 +61,13 @@ type WriteOptions struct {
 // KiB per CPU, see FlushPages) are lost if the process is killed.
 //
 // Close completes the recording form the same way for version 7: it
-// appends to PATH a CMDLINES section (if SetCmdlines was called), the
-// BUFFER section with the pages (page-aligned; zstd: in chunks of 10
-// pages), a second OPTIONS section (CMDLINES, CPUSTAT, BUFFER for the
-// CPUs with data, DONE 0), then points the first section's DONE at the
-// second, syncs, and removes the spool files. For version 6 it writes the
+// appends to PATH a CMDLINES section (if SetCmdlines was called), a
+// second OPTIONS section (CMDLINES, CPUSTAT, BUFFER for the CPUs with
+// data, DONE 0) and the BUFFER section with the pages (page-aligned;
+// zstd: in chunks of 10 pages), then points the first section's DONE at
+// the second, syncs, and removes the spool files. The options come
+// before the pages they name, so that a copy of the file cut anywhere in
+// the pages still reads up to the cut. For version 6 it writes the
 // whole file anew next to PATH and renames it over PATH. Until then, a
 // Close cut short leaves an interrupted recording. Every file is created
 // new with mode 0600 (see Create).

@@ -357,6 +357,11 @@ func (t *tail) optionsTail(cmdOff, bufOff int64, entries []bufferEntry) []byte {
 // writeTail appends the tail to f, whose recording form ends at t.base,
 // then links it from the recording form's DONE option. Until that last
 // write, f is still an interrupted recording.
+//
+// The second options section goes before the CPU data, which it names:
+// the BUFFER option's size does not depend on the offsets it holds, so
+// its place is known before the data is written, and a file cut anywhere
+// in its data still leads to the pages before the cut.
 func writeTail(f *os.File, t *tail, c *compressor) error {
 	off := t.base
 	cmdOff := t.cmdOff
@@ -369,17 +374,18 @@ func writeTail(f *os.File, t *tail, c *compressor) error {
 		cmdOff = off
 		off += e.pos()
 	}
-	bufOff := off
-	entries, end, err := writeBuffer(f, t, bufOff, c)
+	optOff := off
+	bufOff := optOff + int64(len(t.optionsTail(cmdOff, 0, make([]bufferEntry, len(t.cpus)))))
+	entries, err := writeBuffer(f, t, bufOff, c)
 	if err != nil {
 		return fmt.Errorf("write cpu data: %w", err)
 	}
 	opts := t.optionsTail(cmdOff, bufOff, entries)
-	if _, err := f.WriteAt(opts, end); err != nil {
+	if _, err := f.WriteAt(opts, optOff); err != nil {
 		return fmt.Errorf("write options: %w", err)
 	}
 	var next [8]byte
-	binary.LittleEndian.PutUint64(next[:], uint64(end))
+	binary.LittleEndian.PutUint64(next[:], uint64(optOff))
 	if _, err := f.WriteAt(next[:], t.base-8); err != nil {
 		return fmt.Errorf("link options: %w", err)
 	}
@@ -387,8 +393,8 @@ func writeTail(f *os.File, t *tail, c *compressor) error {
 }
 
 // writeBuffer writes the BUFFER section at off and returns its CPU
-// entries and its end.
-func writeBuffer(f *os.File, t *tail, off int64, c *compressor) ([]bufferEntry, int64, error) {
+// entries, one per spool of t.
+func writeBuffer(f *os.File, t *tail, off int64, c *compressor) ([]bufferEntry, error) {
 	var flags uint16
 	if c != nil {
 		flags = SectionCompressed
@@ -405,7 +411,7 @@ func writeBuffer(f *os.File, t *tail, off int64, c *compressor) ([]bufferEntry, 
 			n, size, err = copySpool(f, pos, sp)
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("cpu %d: %w", sp.cpu, err)
+			return nil, fmt.Errorf("cpu %d: %w", sp.cpu, err)
 		}
 		entries = append(entries, bufferEntry{cpu: sp.cpu, off: pos, size: size})
 		pos += n
@@ -413,9 +419,9 @@ func writeBuffer(f *os.File, t *tail, off int64, c *compressor) ([]bufferEntry, 
 	var h enc
 	h.sectionHeader(OptionBuffer, flags, uint64(pos-off-sectionHeaderSize))
 	if _, err := f.WriteAt(h.b, off); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return entries, pos, nil
+	return entries, nil
 }
 
 // copySpool copies sp's pages to f at off.

@@ -324,7 +324,8 @@ func (in *interrupted) spools() ([]spool, error) {
 // data, as an io.ReaderAt over the recording form and the spool files.
 func (in *interrupted) view(spools []spool) *spoolView {
 	t := &tail{base: in.form.end, pageSize: in.pageSize, clock: in.clock, cmdOff: in.form.cmdlinesOff}
-	bufOff := t.base
+	optOff := t.base
+	bufOff := optOff + int64(len(t.optionsTail(t.cmdOff, 0, make([]bufferEntry, len(spools)))))
 	pos := bufOff + sectionHeaderSize
 	v := &spoolView{}
 	v.add(0, in.form.end-8, pathReaderAt(in.path))
@@ -339,12 +340,12 @@ func (in *interrupted) view(spools []spool) *spoolView {
 	h.sectionHeader(OptionBuffer, 0, uint64(pos-bufOff-sectionHeaderSize))
 	v.add(bufOff, sectionHeaderSize, bytes.NewReader(h.b))
 	var next enc
-	next.u64(uint64(pos))
+	next.u64(uint64(optOff))
 	v.add(in.form.end-8, 8, bytes.NewReader(next.b))
 	opts := t.optionsTail(t.cmdOff, bufOff, entries)
-	v.add(pos, int64(len(opts)), bytes.NewReader(opts))
+	v.add(optOff, int64(len(opts)), bytes.NewReader(opts))
 	slices.SortFunc(v.segs, func(a, b viewSegment) int { return cmp.Compare(a.off, b.off) })
-	v.size = pos + int64(len(opts))
+	v.size = pos
 	return v
 }
 
