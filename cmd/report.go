@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
 )
@@ -73,7 +73,7 @@ complete page.`,
 			if runF != nil {
 				return runF(o)
 			}
-			return runReport(d, o)
+			return runReport(c.Context(), d, o)
 		},
 	}
 	f := c.Flags()
@@ -87,7 +87,7 @@ complete page.`,
 	return c
 }
 
-func runReport(d *Deps, o *reportOptions) error {
+func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 	var cpus []int
 	if o.CPUs != "" {
 		var err error
@@ -95,7 +95,7 @@ func runReport(d *Deps, o *reportOptions) error {
 			return err
 		}
 	}
-	f, cat, err := catalog.OpenFile(o.Input)
+	f, cat, err := openFile(o.Input)
 	if err != nil {
 		return err
 	}
@@ -111,13 +111,13 @@ func runReport(d *Deps, o *reportOptions) error {
 	ro := report.Options{CPUs: cpus, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
 	switch {
 	case o.Stat:
-		err = report.Stat(w, f)
+		err = report.Stat(ctx, w, f)
 	case o.Format == "json":
-		err = report.JSON(w, f, ro)
+		err = report.JSON(ctx, w, f, ro)
 	case o.Format == "ndjson":
-		err = report.NDJSON(w, f, ro)
+		err = report.NDJSON(ctx, w, f, ro)
 	default:
-		err = report.Text(w, f, ro)
+		err = report.Text(ctx, w, f, ro)
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr
