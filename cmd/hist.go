@@ -197,16 +197,22 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		if t == nil {
 			return spec.Locate(err)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			// A damaged or cut file: print what could be read, then fail.
 			damage = fmt.Errorf("%s: %w (the hist above counts the records before the damage)", o.Input, err)
 		}
 		t.Sort()
 		tables = append(tables, t)
 		infos = append(infos, spec.String()+" [active]")
+		if ctx.Err() != nil {
+			break // interrupted: print the counts so far
+		}
 	}
 	if err := hist.Write(d.Out, o.Format, tables, infos, hist.FileResolver(f)); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return damage
 }
