@@ -54,7 +54,7 @@ which are those of the kernel that recorded it.`,
 func runList(d *Deps, o *listOptions) error {
 	var c catalog.Catalog
 	if o.Input != "" {
-		f, fc, err := catalog.OpenFile(o.Input)
+		f, fc, err := openFile(o.Input)
 		if err != nil {
 			return err
 		}
