@@ -87,6 +87,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		done <- handleError(stderr, err)
 	}()
+	return finish(ctx, stderr, done)
+}
+
+// finish returns the exit status of the run that sends it to done, or,
+// once ctx is done, after stopGrace if the run has not sent it by then.
+func finish(ctx context.Context, stderr io.Writer, done <-chan int) int {
 	select {
 	case code := <-done:
 		return interruptedCode(ctx, code)
