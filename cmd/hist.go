@@ -54,7 +54,8 @@ on numbers, == != on strings, && || ! and parentheses.
 
 It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
-attached, and gtrace exits with CMD's exit status.`,
+attached, and gtrace exits with CMD's exit status. Stopped by signal N, it
+prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
