@@ -197,11 +197,11 @@ func wholeLines(t *testing.T, what string, out []byte) {
 // document, a hist with its totals).
 func TestSignalsFileCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes a 140 MB trace.dat")
+		t.Skip("writes a 70 MB trace.dat")
 	}
 	dir := t.TempDir()
 	dat := filepath.Join(dir, "big.dat")
-	testutil.RepeatTrace(t, sample, dat, 20000) // 1.9 M records
+	testutil.RepeatTrace(t, sample, dat, 10000) // 950,000 records
 	rng := signalRand(t)
 
 	// The uninterrupted report, and how long it takes: the signals come
