@@ -50,7 +50,7 @@ func usagef(format string, args ...any) error {
 
 // stopGrace is how long a run has, once a signal has arrived, to stop and
 // complete its output before Main returns anyway: nothing gtrace does
-// (opening a FIFO that has no writer, a traced command that ignores
+// (a read blocked in the kernel, a traced command that ignores
 // signals) keeps it from exiting.
 const stopGrace = 1500 * time.Millisecond
 
