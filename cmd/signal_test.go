@@ -43,13 +43,13 @@ func signalRand(t *testing.T) *rand.Rand {
 // gtraceProc is gtrace running in a process of its own, as main.go runs
 // it (the test binary's "main" workload), its output going to files.
 type gtraceProc struct {
-	args        []string
-	c           *exec.Cmd
-	done        chan struct{}
-	stdout      string // file names
-	stderr      string
-	exited      time.Time
-	interrupted bool // the signal was sent while it ran
+	args   []string
+	c      *exec.Cmd
+	done   chan struct{}
+	stdout string // file names
+	stderr string
+	exited time.Time
+	sent   bool // the signal was sent (the process may have exited just before)
 }
 
 // startGtrace starts gtrace with args; its output goes to files in dir.
@@ -106,7 +106,7 @@ func (p *gtraceProc) signal(t *testing.T, sig syscall.Signal, delay time.Duratio
 		<-p.done // it exited meanwhile
 		return
 	}
-	p.interrupted = true
+	p.sent = true
 	select {
 	case <-p.done:
 	case <-time.After(stopWithin):
@@ -166,19 +166,22 @@ func (p *gtraceProc) output(t *testing.T) (stdout, stderr []byte) {
 	return stdout, stderr
 }
 
-// wantStatus checks that gtrace exited 128+N for the signal it got, or 0
-// if it had finished before the signal was sent.
-func (p *gtraceProc) wantStatus(t *testing.T, sig syscall.Signal) {
+// wantStatus checks that gtrace exited 128+N for the signal it got and
+// reports true, or, if it may have finished before the signal came (a
+// command that ends by itself), that it exited 0, and reports false.
+func (p *gtraceProc) wantStatus(t *testing.T, sig syscall.Signal, mayFinish bool) (interrupted bool) {
 	t.Helper()
-	want := 128 + int(sig)
-	if !p.interrupted {
-		want = 0
+	got := p.code(t)
+	switch {
+	case got == 128+int(sig) && p.sent:
+		return true
+	case got == 0 && (mayFinish || !p.sent):
 		t.Logf("gtrace %s: finished before the signal", p.name())
+		return false
 	}
-	if got := p.code(t); got != want {
-		_, stderr := p.output(t)
-		t.Errorf("gtrace %s: exit status %d after %v, want %d; stderr:\n%s", p.name(), got, sig, want, stderr)
-	}
+	_, stderr := p.output(t)
+	t.Errorf("gtrace %s: exit status %d after %v, want %d; stderr:\n%s", p.name(), got, sig, 128+int(sig), stderr)
+	return false
 }
 
 // wholeLines checks that out is empty or ends with a newline.
@@ -226,16 +229,19 @@ func TestSignalsFileCommands(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		args  []string
-		check func(t *testing.T, out []byte)
+		check func(t *testing.T, out []byte, interrupted bool)
 	}{
-		{"report", []string{"report", dat}, func(t *testing.T, out []byte) {
+		{"report", []string{"report", dat}, func(t *testing.T, out []byte, interrupted bool) {
 			wholeLines(t, "report", out)
+			if !interrupted && !bytes.Equal(out, full) {
+				t.Errorf("report: exit 0 and %d bytes of output, want all %d", len(out), len(full))
+			}
 			if !bytes.HasPrefix(full, out) {
 				t.Errorf("report: the output of %d bytes is not a prefix of the uninterrupted output:\n%s",
 					len(out), testutil.FirstDiff(string(out), string(full[:min(len(full), len(out))])))
 			}
 		}},
-		{"json", []string{"report", "--format", "json", dat}, func(t *testing.T, out []byte) {
+		{"json", []string{"report", "--format", "json", dat}, func(t *testing.T, out []byte, _ bool) {
 			var doc struct {
 				CPUs   int `json:"cpus"`
 				Events []json.RawMessage
@@ -245,20 +251,20 @@ func TestSignalsFileCommands(t *testing.T) {
 				t.Errorf("report --format json: not a JSON document: %v (ends ...%q)", err, out[i:])
 			}
 		}},
-		{"ndjson", []string{"report", "--format", "ndjson", dat}, func(t *testing.T, out []byte) {
+		{"ndjson", []string{"report", "--format", "ndjson", dat}, func(t *testing.T, out []byte, _ bool) {
 			wholeLines(t, "report --format ndjson", out)
 			lines := bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n"))
 			if last := lines[len(lines)-1]; len(out) > 0 && !json.Valid(last) {
 				t.Errorf("report --format ndjson: last line not JSON: %q", last)
 			}
 		}},
-		{"hist", hist, func(t *testing.T, out []byte) {
+		{"hist", hist, func(t *testing.T, out []byte, _ bool) {
 			wholeLines(t, "hist -i", out)
 			if !bytes.Contains(out, []byte("\nTotals:\n    Hits: ")) {
 				t.Errorf("hist -i: no totals in the output:\n%s", out)
 			}
 		}},
-		{"list", []string{"list", "-i", dat, "sched:*", "-F"}, func(t *testing.T, out []byte) {
+		{"list", []string{"list", "-i", dat, "sched:*", "-F"}, func(t *testing.T, out []byte, _ bool) {
 			wholeLines(t, "list -i", out)
 		}},
 	} {
@@ -266,12 +272,12 @@ func TestSignalsFileCommands(t *testing.T) {
 			for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 				p := startGtrace(t, dir, tc.args...)
 				p.signal(t, sig, moment())
-				p.wantStatus(t, sig)
+				interrupted := p.wantStatus(t, sig, true)
 				out, stderr := p.output(t)
 				if len(stderr) > 0 {
 					t.Errorf("gtrace %s: stderr after %v:\n%s", p.name(), sig, stderr)
 				}
-				tc.check(t, out)
+				tc.check(t, out, interrupted)
 				os.Remove(p.stdout)
 			}
 		})
