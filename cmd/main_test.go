@@ -23,6 +23,10 @@ const workloadEnv = "GTRACE_TEST_WORKLOAD"
 // for arguments with blanks.
 const argsEnv = "GTRACE_TEST_ARGS"
 
+// readyEnv names a file that the "main" workload creates once it handles
+// SIGINT and SIGTERM, for tests that signal it.
+const readyEnv = "GTRACE_TEST_READY"
+
 // pidFileEnv names the file where the "nanosleep" workload writes its pid.
 const pidFileEnv = "GTRACE_TEST_PIDFILE"
 
@@ -54,6 +58,11 @@ func runWorkload(w string) int {
 		}
 		ctx, stop := NotifyContext(context.Background())
 		defer stop()
+		if r := os.Getenv(readyEnv); r != "" {
+			if err := os.WriteFile(r, nil, 0o600); err != nil {
+				return 99
+			}
+		}
 		return Main(ctx, args, os.Stdout, os.Stderr)
 	}
 	name := fields[0]

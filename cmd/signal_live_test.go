@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -59,13 +61,38 @@ func TestPrivilegedSignalsLive(t *testing.T) {
 				out := filepath.Join(dir, tc.name+"-"+sig.String()+".dat")
 				out = strings.ReplaceAll(out, " ", "-")
 				p := startGtrace(t, dir, tc.args(out)...)
-				p.signal(t, sig, 100*time.Millisecond+time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+				time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
+				attached := hasBPFLink(p.c.Process.Pid)
+				p.signal(t, sig, 0)
 				p.wantStatus(t, sig, false)
 				if _, stderr := p.output(t); bytes.Contains(stderr, []byte("stopped without completing")) {
-					t.Errorf("gtrace %s: did not stop in time after %v:\n%s", p.name(), sig, stderr)
+					if attached {
+						t.Errorf("gtrace %s: did not stop in time after %v:\n%s", p.name(), sig, stderr)
+					} else {
+						// Starting up can take seconds on a loaded
+						// machine: gtrace does not wait for it.
+						t.Logf("gtrace %s: %v while starting up, exited before it was done", p.name(), sig)
+					}
+					continue
 				}
 				tc.check(t, p, out)
 			}
 		})
 	}
+}
+
+// hasBPFLink reports whether process pid holds a BPF link: it has
+// attached a program.
+func hasBPFLink(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == "anon_inode:bpf_link" {
+			return true
+		}
+	}
+	return false
 }

@@ -52,7 +52,8 @@ type gtraceProc struct {
 	sent   bool // the signal was sent (the process may have exited just before)
 }
 
-// startGtrace starts gtrace with args; its output goes to files in dir.
+// startGtrace starts gtrace with args, its output going to files in dir,
+// and returns once it handles signals.
 func startGtrace(t *testing.T, dir string, args ...string) *gtraceProc {
 	t.Helper()
 	self, err := os.Executable()
@@ -75,7 +76,8 @@ func startGtrace(t *testing.T, dir string, args ...string) *gtraceProc {
 	defer errf.Close()
 	p := &gtraceProc{args: args, done: make(chan struct{}), stdout: out.Name(), stderr: errf.Name()}
 	p.c = exec.Command(self)
-	p.c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a))
+	ready := out.Name() + ".ready"
+	p.c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a), readyEnv+"="+ready)
 	p.c.Stdout, p.c.Stderr = out, errf
 	if err := p.c.Start(); err != nil {
 		t.Fatal(err)
@@ -89,6 +91,20 @@ func startGtrace(t *testing.T, dir string, args ...string) *gtraceProc {
 		p.c.Process.Kill()
 		<-p.done
 	})
+	// Signals are for gtrace, not for the Go runtime before main.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case <-p.done:
+			return p
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gtrace %s: not started after a minute", p.name())
+		}
+	}
 	return p
 }
 
@@ -219,7 +235,7 @@ func TestSignalsFileCommands(t *testing.T) {
 	}
 	t.Logf("gtrace report of %d lines: %v", bytes.Count(full, []byte("\n")), span.Round(time.Millisecond))
 	moment := func() time.Duration {
-		return 100*time.Millisecond + time.Duration(rng.Int64N(int64(max(span/3, 50*time.Millisecond))))
+		return time.Duration(rng.Int64N(int64(max(span/3, 50*time.Millisecond))))
 	}
 
 	hist := []string{"hist", "-i", dat, "-k", "prev_comm,next_comm", "--vals", "prev_prio"}
