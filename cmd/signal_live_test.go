@@ -61,9 +61,9 @@ func TestPrivilegedSignalsLive(t *testing.T) {
 				out := filepath.Join(dir, tc.name+"-"+sig.String()+".dat")
 				out = strings.ReplaceAll(out, " ", "-")
 				p := startGtrace(t, dir, tc.args(out)...)
-				time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
-				attached := hasBPFLink(p.c.Process.Pid)
-				p.signal(t, sig, 0)
+				var attached bool
+				p.before = func() { attached = hasBPFLink(p.c.Process.Pid) }
+				p.signal(t, sig, time.Duration(rng.Int64N(int64(time.Second))))
 				p.wantStatus(t, sig, false)
 				if _, stderr := p.output(t); bytes.Contains(stderr, []byte("stopped without completing")) {
 					if attached {

@@ -49,7 +49,8 @@ type gtraceProc struct {
 	stdout string // file names
 	stderr string
 	exited time.Time
-	sent   bool // the signal was sent (the process may have exited just before)
+	sent   bool   // the signal was sent (the process may have exited just before)
+	before func() // if set, called right before the signal is sent
 }
 
 // startGtrace starts gtrace with args, its output going to files in dir,
@@ -116,6 +117,9 @@ func (p *gtraceProc) signal(t *testing.T, sig syscall.Signal, delay time.Duratio
 	case <-p.done:
 		return
 	case <-time.After(delay):
+	}
+	if p.before != nil {
+		p.before()
 	}
 	sent := time.Now()
 	if err := p.c.Process.Signal(sig); err != nil {
