@@ -55,7 +55,8 @@ on numbers, == != on strings, && || ! and parentheses.
 
 It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
-attached, and gtrace exits with CMD's exit status.`,
+attached, and gtrace exits with CMD's exit status. Stopped by signal N, it
+prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -235,16 +236,22 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		if t == nil {
 			return spec.Locate(err)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			// A damaged or cut file: print what could be read, then fail.
 			damage = fmt.Errorf("%s: %w (the hist above counts the records before the damage)", o.Input, err)
 		}
 		t.Sort()
 		tables = append(tables, t)
 		infos = append(infos, spec.String()+" [active]")
+		if ctx.Err() != nil {
+			break // interrupted: print the counts so far
+		}
 	}
 	if err := hist.Write(d.Out, o.Format, tables, infos, hist.FileResolver(f)); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return damage
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,14 @@ import (
 // workloadEnv makes the test binary, run as a command to trace, do one of
 // the controlled workloads below and exit, instead of running tests.
 const workloadEnv = "GTRACE_TEST_WORKLOAD"
+
+// argsEnv holds the arguments of the "main" workload as a JSON array,
+// for arguments with blanks.
+const argsEnv = "GTRACE_TEST_ARGS"
+
+// readyEnv names a file that the "main" workload creates once it handles
+// SIGINT and SIGTERM, for tests that signal it.
+const readyEnv = "GTRACE_TEST_READY"
 
 // pidFileEnv names the file where the "nanosleep" workload writes its pid.
 const pidFileEnv = "GTRACE_TEST_PIDFILE"
@@ -34,11 +43,27 @@ func TestMain(m *testing.M) {
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
 // 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N", or
-// "main ARGS..." (gtrace itself).
+// "main ARGS..." (gtrace itself, as main.go runs it; the arguments are
+// those of argsEnv if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
-		return Main(context.Background(), fields[1:], os.Stdout, os.Stderr)
+		// As main.go runs it.
+		args := fields[1:]
+		if a := os.Getenv(argsEnv); a != "" {
+			if err := json.Unmarshal([]byte(a), &args); err != nil {
+				fmt.Fprintf(os.Stderr, "bad %s %q: %v\n", argsEnv, a, err)
+				return 99
+			}
+		}
+		ctx, stop := NotifyContext(context.Background())
+		defer stop()
+		if r := os.Getenv(readyEnv); r != "" {
+			if err := os.WriteFile(r, nil, 0o600); err != nil {
+				return 99
+			}
+		}
+		return Main(ctx, args, os.Stdout, os.Stderr)
 	}
 	name := fields[0]
 	n, err := strconv.Atoi(fields[len(fields)-1])

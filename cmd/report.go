@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -67,7 +68,7 @@ complete page.`,
 			if runF != nil {
 				return runF(o)
 			}
-			return runReport(d, o)
+			return runReport(c.Context(), d, o)
 		},
 	}
 	f := c.Flags()
@@ -81,7 +82,7 @@ complete page.`,
 	return c
 }
 
-func runReport(d *Deps, o *reportOptions) error {
+func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 	f, cat, err := openFile(d, o.Input)
 	if err != nil {
 		return err
@@ -99,13 +100,13 @@ func runReport(d *Deps, o *reportOptions) error {
 	ro := report.Options{CPUs: o.CPUs, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
 	switch {
 	case o.Stat:
-		err = report.Stat(w, f)
+		err = report.Stat(ctx, w, f)
 	case o.Format == "json":
-		err = report.JSON(w, f, ro)
+		err = report.JSON(ctx, w, f, ro)
 	case o.Format == "ndjson":
-		err = report.NDJSON(w, f, ro)
+		err = report.NDJSON(ctx, w, f, ro)
 	default:
-		err = report.Text(w, f, ro)
+		err = report.Text(ctx, w, f, ro)
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +48,23 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// Main runs gtrace with args and returns the process exit status.
+// stopGrace is how long a run has, once a signal has arrived, to stop and
+// complete its output before Main returns anyway: nothing gtrace does
+// (a read blocked in the kernel, a traced command that ignores
+// signals) keeps it from exiting.
+const stopGrace = 1500 * time.Millisecond
+
+// NotifyContext returns the context for Main: the first SIGINT or SIGTERM
+// cancels it, the run stops and completes its output, and Main returns
+// 128+N; a second signal ends gtrace at once. stop releases the signals.
+func NotifyContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
+	return live.NotifyContext(parent)
+}
+
+// Main runs gtrace with args and returns the process exit status. When
+// ctx is done, the command stops and completes its output; Main returns
+// once it has, or after stopGrace. A run that a signal interrupted (see
+// NotifyContext) exits 128+N for signal N.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if live.Holding() {
 		// A copy of gtrace that keeps a finished recording's programs
@@ -62,8 +79,43 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	return handleError(stderr, err)
+	done := make(chan int, 1)
+	go func() {
+		err := root.ExecuteContext(ctx)
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		done <- handleError(stderr, err)
+	}()
+	return finish(ctx, stderr, done)
+}
+
+// finish returns the exit status of the run that sends it to done, or,
+// once ctx is done, after stopGrace if the run has not sent it by then.
+func finish(ctx context.Context, stderr io.Writer, done <-chan int) int {
+	select {
+	case code := <-done:
+		return interruptedCode(ctx, code)
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case code := <-done:
+		return interruptedCode(ctx, code)
+	case <-t.C:
+		fmt.Fprintf(stderr, "gtrace: %v: stopped without completing its output\n", context.Cause(ctx))
+		return interruptedCode(ctx, exitFailure)
+	}
+}
+
+// interruptedCode is the exit status of a run that ended with code: 128+N
+// if signal N interrupted it.
+func interruptedCode(ctx context.Context, code int) int {
+	if se := live.Interrupted(ctx); se != nil {
+		return se.Code()
+	}
+	return code
 }
 
 func newRootCmd(d *Deps) *cobra.Command {
@@ -91,6 +143,11 @@ CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
 func handleError(w io.Writer, err error) int {
 	if err == nil {
 		return exitOK
+	}
+	var se *live.SignalError
+	if errors.As(err, &se) {
+		// The run stopped because of the signal, as asked.
+		return se.Code()
 	}
 	var st *live.ExitError
 	if errors.As(err, &st) {

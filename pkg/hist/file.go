@@ -103,7 +103,10 @@ func FileFormat(f *tracedat.File, name string) (*parse.Format, error) {
 //
 // Errors about the spec are *parse.Error on spec.Src. If the records of a
 // CPU are damaged, RunFile returns the table of the records it could read
-// together with an error naming the damage.
+// together with an error naming the damage. When ctx is done, it stops
+// within a few thousand records and returns the table of the records
+// counted so far (with several workers, not the same prefix of every
+// CPU's records) together with context.Cause(ctx).
 func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event string, o FileOptions) (*Table, error) {
 	if f.BigEndian {
 		return nil, errors.New("read records of a big-endian trace.dat file: not supported")
@@ -129,17 +132,13 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 	if workers > 1 && len(cpus) > 1 {
 		m, lost, full, err := r.parallel(ctx, f, cpus, min(workers, len(cpus)))
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return r.table(m, lost), context.Cause(ctx)
 		}
 		if !full {
 			return r.table(m, lost), err
 		}
 	}
-	t, err := r.sequential(ctx, f)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return t, err
+	return r.sequential(ctx, f)
 }
 
 // Engine runs a hist in user space over raw event records fed to it one at
@@ -307,7 +306,8 @@ func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, wo
 	return m, losses.Load(), stop.Load(), readErr(errors.Join(errs...))
 }
 
-// sequential counts the records in the order of the merged timeline.
+// sequential counts the records in the order of the merged timeline, until
+// ctx is done.
 func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*Table, error) {
 	e := r.engine()
 	it := f.Records()
@@ -315,7 +315,7 @@ func (r *fileRun) sequential(ctx context.Context, f *tracedat.File) (*Table, err
 		rec := it.Record()
 		e.w.add(&rec)
 		if n%checkEvery == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return e.Table(), context.Cause(ctx)
 		}
 	}
 	return e.Table(), readErr(it.Err())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/gtrace/gtrace/pkg/launch"
@@ -40,9 +41,22 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// Run runs job until Ctrl-C (ctx done), o.Duration, the end of the traced
-// command, or the job's failure, calling Tick every o.Interval, and stops
-// it. The traced command's non-zero exit status comes back as *ExitError.
+// escalateAfter is how long the traced command has, after each signal
+// that Run sends it when gtrace is interrupted, before the next, stronger
+// one: the signal gtrace got, then SIGTERM, then SIGKILL.
+const escalateAfter = 250 * time.Millisecond
+
+// Run runs job until ctx is done (Ctrl-C, SIGTERM: see NotifyContext),
+// o.Duration, the end of the traced command, or the job's failure,
+// calling Tick every o.Interval, and stops it. The traced command's
+// non-zero exit status comes back as *ExitError.
+//
+// When ctx is done, the traced command gets the signal that cancelled it
+// (SIGINT if none did), then SIGTERM and SIGKILL, each after
+// escalateAfter if it is still running; the job stops once it has
+// exited, within a second of the signal even for a command that ignores
+// SIGINT and SIGTERM. A command's children that outlive it are not
+// signalled.
 func Run(ctx context.Context, job Job, o Options) error {
 	var held *launch.Held
 	if len(o.Command) > 0 {
@@ -56,6 +70,13 @@ func Run(ctx context.Context, job Job, o Options) error {
 			held.Kill()
 		}
 		return err
+	}
+	if ctx.Err() != nil {
+		// Interrupted while attaching: the command never runs.
+		if held != nil {
+			held.Kill()
+		}
+		return job.Stop()
 	}
 	var done <-chan int
 	if held != nil {
@@ -83,10 +104,7 @@ func Run(ctx context.Context, job Job, o Options) error {
 		case <-ctx.Done():
 			status = 0
 			if held != nil {
-				// The command got the terminal's signal too, or gets
-				// SIGINT from here: wait for it to end.
-				held.Signal(os.Interrupt)
-				status = <-done
+				status = stopCommand(ctx, held, done)
 			}
 		case <-timeout:
 			status = 0
@@ -107,4 +125,33 @@ func Run(ctx context.Context, job Job, o Options) error {
 		return &ExitError{Code: status}
 	}
 	return nil
+}
+
+// stopCommand ends the traced command of an interrupted run and returns
+// its exit status: it sends the signal that interrupted gtrace (the
+// command got it too if it came from the terminal), then SIGTERM, then
+// SIGKILL, each escalateAfter after the one before while the command
+// runs.
+func stopCommand(ctx context.Context, held *launch.Held, done <-chan int) int {
+	var first os.Signal = syscall.SIGINT
+	if se := Interrupted(ctx); se != nil {
+		first = se.Signal
+	}
+	steps := []os.Signal{first, syscall.SIGTERM, syscall.SIGKILL}
+	for i, sig := range steps {
+		if i > 0 && sig == steps[i-1] {
+			continue
+		}
+		held.Signal(sig)
+		t := time.NewTimer(escalateAfter)
+		select {
+		case st := <-done:
+			t.Stop()
+			return st
+		case <-t.C:
+		}
+	}
+	// Killed but not reaped yet (a process in uninterruptible sleep): it
+	// died of SIGKILL, as far as the run is concerned.
+	return 128 + int(syscall.SIGKILL)
 }

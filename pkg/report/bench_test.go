@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"io"
 	"os"
 	"testing"
@@ -20,7 +21,7 @@ func BenchmarkText(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := Text(io.Discard, f, Options{}); err != nil {
+		if err := Text(context.Background(), io.Discard, f, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

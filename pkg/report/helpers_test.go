@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"path/filepath"
 	"testing"
@@ -241,7 +242,7 @@ func TestHelpers(t *testing.T) {
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Text(&b, f, tt.o); err != nil {
+			if err := Text(context.Background(), &b, f, tt.o); err != nil {
 				t.Fatal(err)
 			}
 			checkGolden(t, filepath.Join("testdata", tt.golden), b.Bytes(), func() []byte { return traceCmd(t, dat, tt.args...) })

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,8 +25,15 @@ type source struct {
 	tag  []byte // what goes before each of its records, nil if nothing
 }
 
+// checkEvery is how many records a merge reads between looks at its
+// context.
+const checkEvery = 1024
+
 // merge reads the records of every instance of a file by timestamp.
 type merge struct {
+	ctx  context.Context
+	n    int       // records read
+	cut  bool      // ended because ctx is done
 	all  []*source // every instance read, for err
 	live []*source // the instances with a record left, in report order
 	cur  *source   // the instance of the current record
@@ -35,14 +43,15 @@ type merge struct {
 // the records of those CPUs, numbered as trace-cmd report --cpu numbers
 // them: the CPUs of all instances one after the other, in report order.
 // The top instance takes as many numbers as cpus=N says, every other
-// instance as many, or more if its data names a higher CPU.
-func newMerge(f *tracedat.File, cpus []int) *merge {
+// instance as many, or more if its data names a higher CPU. The merge
+// ends early when ctx is done (see stopped).
+func newMerge(ctx context.Context, f *tracedat.File, cpus []int) *merge {
 	bufs := reportOrder(f)
 	width := -1 // no tags
 	for _, b := range bufs[1:] {
 		width = max(width, len(tagName(b.Name)))
 	}
-	m := &merge{}
+	m := &merge{ctx: ctx}
 	first := 0 // the number of the instance's CPU 0
 	for _, b := range bufs {
 		n := cpuCount(f)
@@ -106,8 +115,14 @@ func appendTag(b []byte, name string, width int) []byte {
 }
 
 // next advances to the record with the lowest timestamp of all instances
-// and reports whether there is one; it is m.cur.cur.
+// and reports whether there is one; it is m.cur.cur. It reports false,
+// without advancing, once the merge's context is done.
 func (m *merge) next() bool {
+	m.n++
+	if m.n%checkEvery == 0 && m.ctx.Err() != nil {
+		m.cur, m.live, m.cut = nil, nil, true
+		return false
+	}
 	if s := m.cur; s != nil && !s.next() {
 		i := slices.Index(m.live, s)
 		m.live = slices.Delete(m.live, i, i+1)
@@ -119,6 +134,15 @@ func (m *merge) next() bool {
 		}
 	}
 	return m.cur != nil
+}
+
+// stopped returns the cause of the merge's context if the merge ended
+// early because it was done, else nil.
+func (m *merge) stopped() error {
+	if m.cut {
+		return context.Cause(m.ctx)
+	}
+	return nil
 }
 
 // err returns the read errors of all instances.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -188,7 +189,7 @@ func TestInstances(t *testing.T) {
 				return want
 			})
 			var j bytes.Buffer
-			if err := NDJSON(&j, f, Options{}); err != nil {
+			if err := NDJSON(context.Background(), &j, f, Options{}); err != nil {
 				t.Fatal(err)
 			}
 			checkGolden(t, filepath.Join("testdata", "instances", tt.name+".ndjson"), j.Bytes(), nil)

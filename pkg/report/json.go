@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,8 +31,11 @@ import (
 // lost, or -1 when the kernel did not store it. A record of an event the
 // file has no format for has "event":"unknown" and its "id", and no
 // fields. The comm is found as Text finds it.
-func NDJSON(w io.Writer, f *tracedat.File, o Options) error {
-	return writeJSON(w, f, o, false)
+//
+// When ctx is done, NDJSON stops after a whole line, flushes what it has
+// printed and returns context.Cause(ctx).
+func NDJSON(ctx context.Context, w io.Writer, f *tracedat.File, o Options) error {
+	return writeJSON(ctx, w, f, o, false)
 }
 
 // JSON prints the records as one JSON document: an object with "cpus",
@@ -42,12 +46,15 @@ func NDJSON(w io.Writer, f *tracedat.File, o Options) error {
 //	{"cpu":1,"ts_ns":637826270123,"comm":"bash","pid":42,"event":"sched:sched_switch","fields":{...}},
 //	{"cpu":0,"ts_ns":637826270456,...}
 //	]}
-func JSON(w io.Writer, f *tracedat.File, o Options) error {
-	return writeJSON(w, f, o, true)
+//
+// When ctx is done, JSON ends the document (a valid one, of the events
+// printed so far), flushes it and returns context.Cause(ctx).
+func JSON(ctx context.Context, w io.Writer, f *tracedat.File, o Options) error {
+	return writeJSON(ctx, w, f, o, true)
 }
 
 // writeJSON prints NDJSON, or with doc the JSON document.
-func writeJSON(w io.Writer, f *tracedat.File, o Options, doc bool) error {
+func writeJSON(ctx context.Context, w io.Writer, f *tracedat.File, o Options, doc bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	p := filePrinter(f, o)
 	b := make([]byte, 0, 1024)
@@ -58,7 +65,7 @@ func writeJSON(w io.Writer, f *tracedat.File, o Options, doc bool) error {
 		bw.Write(b)
 	}
 	first := true
-	m := newMerge(f, o.CPUs)
+	m := newMerge(ctx, f, o.CPUs)
 	for m.next() {
 		tr := m.cur.cur
 		id := p.recordType(tr.Data)
@@ -100,7 +107,7 @@ func writeJSON(w io.Writer, f *tracedat.File, o Options, doc bool) error {
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write json: %w", err)
 	}
-	return nil
+	return m.stopped()
 }
 
 // jsonRecord appends the JSON line of a record of the named instance.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 func checkJSONDoc(t *testing.T, f *tracedat.File, o Options, ndjson []byte) {
 	t.Helper()
 	var b bytes.Buffer
-	if err := JSON(&b, f, o); err != nil {
+	if err := JSON(context.Background(), &b, f, o); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -60,7 +61,7 @@ func TestJSONDocument(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var nd bytes.Buffer
-			if err := NDJSON(&nd, f, tc.o); err != nil {
+			if err := NDJSON(context.Background(), &nd, f, tc.o); err != nil {
 				t.Fatal(err)
 			}
 			if n := bytes.Count(nd.Bytes(), []byte("\n")); n != tc.want {
@@ -70,7 +71,7 @@ func TestJSONDocument(t *testing.T) {
 		})
 	}
 	var b bytes.Buffer
-	if err := JSON(&b, f, Options{Filter: func(*parse.Format, *tracedat.Record) bool { return false }}); err != nil {
+	if err := JSON(context.Background(), &b, f, Options{Filter: func(*parse.Format, *tracedat.Record) bool { return false }}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "{\"cpus\":2,\"events\":[\n]}\n"; b.String() != want {

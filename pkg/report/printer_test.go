@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -85,7 +86,7 @@ func TestPrinter(t *testing.T) {
 					js = pr.AppendJSON(js, r)
 				}
 				var nd bytes.Buffer
-				if err := NDJSON(&nd, f, Options{}); err != nil {
+				if err := NDJSON(context.Background(), &nd, f, Options{}); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(js, nd.Bytes()) {

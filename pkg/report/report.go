@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -182,7 +183,10 @@ func hasOption(f *tracedat.File, id tracedat.OptionID) bool {
 // timestamp; if it has instances besides the top one, each line (or its
 // dropped-events line) starts with the instance's name, right-aligned to
 // the longest name, and ": " (blanks for the top instance).
-func Text(w io.Writer, f *tracedat.File, o Options) error {
+//
+// When ctx is done, Text stops after a whole line, flushes what it has
+// printed and returns context.Cause(ctx).
+func Text(ctx context.Context, w io.Writer, f *tracedat.File, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	p := filePrinter(f, o)
 	line := bw.AvailableBuffer()
@@ -190,7 +194,7 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 	line = strconv.AppendInt(line, int64(cpuCount(f)), 10)
 	line = append(line, '\n')
 	bw.Write(line)
-	m := newMerge(f, o.CPUs)
+	m := newMerge(ctx, f, o.CPUs)
 	for m.next() {
 		s := m.cur
 		p.src = &s.recSource
@@ -219,7 +223,7 @@ func Text(w io.Writer, f *tracedat.File, o Options) error {
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	return nil
+	return m.stopped()
 }
 
 // recordType is the record's common_type, 0 if it has none.

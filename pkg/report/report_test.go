@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"os/exec"
@@ -68,7 +69,7 @@ func checkGolden(t *testing.T, golden string, got []byte, want func() []byte) {
 func text(tb testing.TB, f *tracedat.File, o Options) []byte {
 	tb.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, f, o); err != nil {
+	if err := Text(context.Background(), &b, f, o); err != nil {
 		tb.Fatal(err)
 	}
 	return b.Bytes()

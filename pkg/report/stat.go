@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,8 +12,10 @@ import (
 
 // Stat prints what trace-cmd report --stat prints: "cpus=N", the kernel
 // buffer statistics stored in the file (its CPUSTAT options), and where
-// each CPU's data is.
-func Stat(w io.Writer, f *tracedat.File) error {
+// each CPU's data is. When ctx is done, it stops (finding the size of
+// compressed data can take a while) and returns context.Cause(ctx),
+// having printed nothing.
+func Stat(ctx context.Context, w io.Writer, f *tracedat.File) error {
 	top := topBuffer(f)
 	compressed := top != nil && top.Compressed
 	bw := bufio.NewWriter(w)
@@ -53,6 +56,9 @@ func Stat(w io.Writer, f *tracedat.File) error {
 			}
 			off, size = c.Offset, c.Size
 			if compressed && c.Size != 0 {
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
 				var err error
 				if size, err = f.DataSize(c); err != nil {
 					return fmt.Errorf("report stat: %w", err)

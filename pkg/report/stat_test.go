@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestStat(t *testing.T) {
 	dat := buildDat(t, m, recs)
 	f := openDat(t, dat)
 	var b bytes.Buffer
-	if err := Stat(&b, f); err != nil {
+	if err := Stat(context.Background(), &b, f); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, filepath.Join("testdata", "stat.txt"), b.Bytes(), func() []byte { return traceCmd(t, dat, "--stat") })
@@ -40,7 +41,7 @@ func TestStat(t *testing.T) {
 // would lie: Stat needs package tracedat to give that size.
 func TestSampleStat(t *testing.T) {
 	var b bytes.Buffer
-	err := Stat(&b, openDat(t, sampleDat))
+	err := Stat(context.Background(), &b, openDat(t, sampleDat))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestSampleStat(t *testing.T) {
 func TestNDJSON(t *testing.T) {
 	f := openDat(t, helperFile(t))
 	var b bytes.Buffer
-	if err := NDJSON(&b, f, Options{}); err != nil {
+	if err := NDJSON(context.Background(), &b, f, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, filepath.Join("testdata", "helpers.ndjson"), b.Bytes(), nil)
@@ -79,7 +80,7 @@ func TestFilter(t *testing.T) {
 		t.Errorf("Text with a CPU 1 filter printed %d lines, want 43", c)
 	}
 	var j bytes.Buffer
-	if err := NDJSON(&j, f, o); err != nil {
+	if err := NDJSON(context.Background(), &j, f, o); err != nil {
 		t.Fatal(err)
 	}
 	if c := bytes.Count(j.Bytes(), []byte("\n")); c != 42 {

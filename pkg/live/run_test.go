@@ -1,0 +1,74 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gtrace/gtrace/pkg/launch"
+)
+
+// TestStopCommand: an interrupted run's command gets gtrace's signal,
+// then SIGTERM, then SIGKILL, escalateAfter apart, and ends within a
+// second whatever it ignores.
+func TestStopCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		sig    syscall.Signal
+		want   int           // the command's exit status
+		after  time.Duration // how long it takes at least
+	}{
+		{"SIGINT", "exec sleep 30", syscall.SIGINT, 130, 0},
+		{"SIGTERM", "exec sleep 30", syscall.SIGTERM, 143, 0},
+		{"ignores SIGINT", `trap "" INT; exec sleep 30`, syscall.SIGINT, 143, escalateAfter},
+		{"ignores SIGINT and SIGTERM", `trap "" INT TERM; exec sleep 30`, syscall.SIGINT, 137, 2 * escalateAfter},
+		{"ignores SIGTERM", `trap "" TERM; exec sleep 30`, syscall.SIGTERM, 137, escalateAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			// "ready" once the traps are set; exec keeps them.
+			script := strings.Replace(tc.script, "exec", "echo ready; exec", 1)
+			h, err := launch.Start([]string{"sh", "-c", script}, nil, w, nil)
+			w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := h.Done()
+			if err := h.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := bufio.NewReader(r).ReadString('\n'); line != "ready\n" {
+				t.Fatalf("%s: read %q, %v; want ready", script, line, err)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(&SignalError{Signal: tc.sig})
+			start := time.Now()
+			got := stopCommand(ctx, h, done)
+			took := time.Since(start)
+			if got != tc.want || took < tc.after || took > tc.after+time.Second {
+				t.Errorf("stopCommand(%s) = %d after %v, want %d after %v", tc.script, got, took, tc.want, tc.after)
+			}
+		})
+	}
+}
+
+func TestSignalError(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if Interrupted(ctx) != nil {
+		t.Error("Interrupted(running context) != nil")
+	}
+	cancel(&SignalError{Signal: syscall.SIGTERM})
+	se := Interrupted(ctx)
+	if se == nil || se.Code() != 143 || se.Error() != "interrupted by signal: terminated" {
+		t.Errorf("Interrupted(canceled by SIGTERM) = %v", se)
+	}
+}
