@@ -322,8 +322,8 @@ func TestFIFO(t *testing.T) {
 		p := startGtrace(t, dir, args...)
 		p.wait(t, stopWithin)
 		out, stderr := p.output(t)
-		if code := p.code(t); code != exitFailure || len(out) > 0 || !strings.Contains(string(stderr), "not a regular file") {
-			t.Errorf("gtrace %s: exit %d, stdout %q, stderr %q; want %d and \"not a regular file\"", p.name(), code, out, stderr, exitFailure)
+		if code := p.code(t); code != exitFailure || len(out) > 0 || !strings.Contains(string(stderr), "is a named pipe") {
+			t.Errorf("gtrace %s: exit %d, stdout %q, stderr %q; want %d and \"is a named pipe\"", p.name(), code, out, stderr, exitFailure)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -14,13 +13,7 @@ import (
 // metadata and per-CPU spools) up to its last complete page, with its
 // catalog. report, list -i and hist -i use it. An interrupted recording
 // gets a one-line note on d.Err that says how to recover it.
-//
-// The file must be a regular file: a trace.dat file is read at any offset,
-// not as a stream, and opening a FIFO would wait for a writer.
 func openFile(d *Deps, p string) (*tracedat.File, catalog.Catalog, error) {
-	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("open %s: not a regular file (%s): gtrace reads trace.dat files at any offset, not as a stream", p, fi.Mode().Type())
-	}
 	f, c, err := catalog.OpenFile(p)
 	if err == nil && f.Interrupted {
 		q := shellWord(p)

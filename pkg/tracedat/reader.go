@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 )
 
 // Limits on values that size allocations or loops.
@@ -21,13 +23,8 @@ const (
 // Open opens the trace.dat file at path and reads its metadata. The file
 // stays open for (*File).Records until Close.
 func Open(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, st, err := openRegular(path)
 	if err != nil {
-		return nil, err
-	}
-	st, err := fh.Stat()
-	if err != nil {
-		fh.Close()
 		return nil, err
 	}
 	f, err := Read(fh, st.Size())
@@ -37,6 +34,25 @@ func Open(path string) (*File, error) {
 	}
 	f.closer = fh
 	return f, nil
+}
+
+// openRegular opens path for reading if it is a regular file. A trace.dat
+// file is read at any offset, not as a stream; a named pipe is opened
+// without waiting for a writer, then refused.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := fh.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("is %s: a trace.dat file must be a regular file (it is read at any offset, not as a stream)", fileKind(st.Mode()))}
+	}
+	if err != nil {
+		fh.Close()
+		return nil, nil, err
+	}
+	return fh, st, nil
 }
 
 // Close closes the file opened by Open. It does nothing for a File made

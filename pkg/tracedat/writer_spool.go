@@ -165,15 +165,11 @@ func (in *interrupted) complete(f *os.File) error {
 
 // readInterrupted reads the recording form at path.
 func readInterrupted(path string) (*interrupted, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	in := &interrupted{path: path}
 	if err := in.parse(f, st.Size()); err != nil {
 		return nil, err
