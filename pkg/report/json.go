@@ -94,10 +94,8 @@ func writeJSON(ctx context.Context, w io.Writer, f *tracedat.File, o Options, do
 			return fmt.Errorf("write json: %w", err)
 		}
 	}
-	if err := m.err(); err != nil {
-		bw.Flush()
-		return fmt.Errorf("read records: %w", err)
-	}
+	// A file that cannot be read to its end still gets a closed document:
+	// the events read so far, valid JSON, and the error.
 	if doc {
 		if !first {
 			bw.WriteByte('\n')
@@ -106,6 +104,9 @@ func writeJSON(ctx context.Context, w io.Writer, f *tracedat.File, o Options, do
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write json: %w", err)
+	}
+	if err := m.err(); err != nil {
+		return fmt.Errorf("read records: %w", err)
 	}
 	return m.stopped()
 }

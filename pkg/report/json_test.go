@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testtrace"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -76,5 +79,35 @@ func TestJSONDocument(t *testing.T) {
 	}
 	if want := "{\"cpus\":2,\"events\":[\n]}\n"; b.String() != want {
 		t.Errorf("JSON of no events = %q, want %q", b.String(), want)
+	}
+}
+
+// TestJSONDocumentCut reads a recording cut at many offsets in its data:
+// whatever JSON returns, error or not, what it printed is one valid JSON
+// document.
+func TestJSONDocumentCut(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cut.dat")
+	testtrace.RepeatTrace(t, sampleDat, p, 3)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	// The records are at the end, after the metadata (kallsyms and all).
+	for n := len(data) - 26<<10; n < len(data); n += 1000 {
+		f, err := tracedat.Read(bytes.NewReader(data[:n]), int64(n))
+		if err != nil {
+			continue
+		}
+		var b bytes.Buffer
+		if err := JSON(context.Background(), &b, f, Options{}); err != nil {
+			failed++
+		}
+		if b.Len() > 0 && !json.Valid(b.Bytes()) {
+			t.Errorf("cut at %d: JSON printed an invalid document:\n%.300s", n, b.Bytes())
+		}
+	}
+	if failed == 0 {
+		t.Error("no cut made JSON fail: the test does not test what it says")
 	}
 }
