@@ -14,6 +14,9 @@ func (p *printer) rawFields(b []byte, r *rec) []byte {
 		pos = -1
 	}
 	for _, f := range ev.fields {
+		if p.full(b) {
+			break
+		}
 		b = append(b, ' ')
 		b = append(b, f.name...)
 		b = append(b, '=')

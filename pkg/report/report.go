@@ -62,6 +62,7 @@ type printer struct {
 	raw      bool            // print fields as name=value
 	ns       bool            // nanosecond timestamps
 	usecs    bool            // timestamps are shown in seconds.microseconds
+	stop     int             // where the event's text must end in the line (see full)
 }
 
 func newPrinter(o PrinterOptions) *printer {
@@ -281,6 +282,7 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 	b = append(b, ": "...)
 	b = appendSpaces(b, 20-len(ev.name))
 	start := len(b)
+	p.stop = start + textLimit(len(tr.Data))
 	if p.raw {
 		b = p.rawFields(b, r)
 	} else {
@@ -303,7 +305,7 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 			b = b[:start+i]
 		}
 	}
-	return append(b, '\n')
+	return append(p.cut(b), '\n')
 }
 
 // appendTS appends a timestamp as trace-cmd shows it: seconds with 6
