@@ -39,6 +39,7 @@ type event struct {
 	common       []*field
 	args         []*node // print fmt arguments
 	segs         []seg   // the print format, split and bound to arguments
+	fieldSegs    [][]int // by own field index: the segs that print it as is
 	failed       bool    // libtraceevent could not parse the print fmt
 	bprint       bool    // ftrace:bprint: the format comes from the record
 	handler      handler // a plugin's printer, or nil
@@ -189,8 +190,34 @@ func (p *printer) compileEvent(fm *parse.Format, text string) *event {
 	}
 	if !ev.bprint {
 		ev.segs, ev.failed = p.bindFormat(pf.Format, ev.args)
+		ev.fieldSegs = fieldSegs(ev)
 	}
 	return ev
+}
+
+// fieldSegs returns, for each of the event's own fields, the conversions
+// of its print format whose argument is that field (through casts), in
+// order: what -R looks for, without a search through the whole format for
+// each field (quadratic in a crafted format's size).
+func fieldSegs(ev *event) [][]int {
+	out := make([][]int, len(ev.fields))
+	for k := range ev.segs {
+		s := &ev.segs[k]
+		if s.kind == segText {
+			continue
+		}
+		a := s.arg
+		for a != nil && a.kind == nType {
+			a = a.left
+		}
+		if a == nil || a.kind != nField || a.field == nil || a.field.common {
+			continue
+		}
+		if i := a.field.index; i < len(ev.fields) && ev.fields[i] == a.field {
+			out[i] = append(out[i], k)
+		}
+	}
+	return out
 }
 
 // printFmtText returns everything after "print fmt: " in the format text,

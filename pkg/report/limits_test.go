@@ -186,3 +186,27 @@ func BenchmarkHugeWidth(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(line)), "bytes/line")
 }
+
+// BenchmarkRawManyFields prints with -R an event of many fields whose
+// print format names them in reverse order but the last: each field's
+// conversion is just before where the previous one matched, the furthest
+// from where the search for it starts.
+func BenchmarkRawManyFields(b *testing.B) {
+	const n = 4000
+	var fields []tfield
+	var pf, args strings.Builder
+	pf.WriteString(`"`)
+	for i := range n {
+		fields = append(fields, tfield{fmt.Sprintf("int f%d", i), 4, true})
+		pf.WriteString(" %d")
+		fmt.Fprintf(&args, ", REC->f%d", (n-2-i+n)%n)
+	}
+	pf.WriteString(`"`)
+	p, fm := limitPrinter(b, 6001, fields, pf.String()+args.String())
+	p.raw = true
+	rec := recordOf(b, fm, 1, nil)
+	line := p.line(nil, &tracedat.Record{Data: rec}, p.eventFor(fm.ID)) // compiles the event
+	for b.Loop() {
+		line = p.line(line[:0], &tracedat.Record{Data: rec}, p.eventFor(fm.ID))
+	}
+}
