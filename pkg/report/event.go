@@ -37,12 +37,13 @@ type event struct {
 	system, name string
 	fields       []*field // the event's own fields, in order
 	common       []*field
-	args         []*node // print fmt arguments
-	segs         []seg   // the print format, split and bound to arguments
-	fieldSegs    [][]int // by own field index: the segs that print it as is
-	failed       bool    // libtraceevent could not parse the print fmt
-	bprint       bool    // ftrace:bprint: the format comes from the record
-	handler      handler // a plugin's printer, or nil
+	args         []*node           // print fmt arguments
+	segs         []seg             // the print format, split and bound to arguments
+	fieldSegs    [][]int           // by own field index: the segs that print it as is
+	byName       map[string]*field // own fields, built by findField
+	failed       bool              // libtraceevent could not parse the print fmt
+	bprint       bool              // ftrace:bprint: the format comes from the record
+	handler      handler           // a plugin's printer, or nil
 	format       *parse.Format
 	full         string // "system:name"
 }
@@ -133,8 +134,21 @@ func newField(pf *parse.Field, longSize, index int) *field {
 	return f
 }
 
-// findField is tep_find_field: the event's own fields only.
+// findField is tep_find_field: the event's own fields only. An event of
+// many fields looks them up by name (a crafted format may have thousands,
+// each named by the print format).
 func (ev *event) findField(name string) *field {
+	if len(ev.fields) > 16 {
+		if ev.byName == nil {
+			ev.byName = make(map[string]*field, len(ev.fields))
+			for _, f := range ev.fields {
+				if _, dup := ev.byName[f.name]; !dup {
+					ev.byName[f.name] = f
+				}
+			}
+		}
+		return ev.byName[name]
+	}
 	for _, f := range ev.fields {
 		if f.name == name {
 			return f
