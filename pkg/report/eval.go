@@ -870,7 +870,7 @@ func (p *printer) printSeg(b []byte, r *rec, s *seg) []byte {
 		return b
 	}
 	if s.kind == segText {
-		return append(b, s.text...)
+		return append(b, s.text[:min(len(s.text), p.room(b))]...)
 	}
 	var plen int
 	spec := &s.spec

@@ -203,7 +203,7 @@ func (p *printer) compileEvent(fm *parse.Format, text string) *event {
 		return ev
 	}
 	if !ev.bprint {
-		ev.segs, ev.failed = p.bindFormat(pf.Format, ev.args)
+		ev.segs, ev.failed = p.bindFormat(parse.ParseFormatPieces(pf.Format), ev.args)
 		ev.fieldSegs = fieldSegs(ev)
 	}
 	return ev
@@ -245,10 +245,11 @@ func printFmtText(fm *parse.Format, text string) string {
 	return text[i+len(key):]
 }
 
-// bindFormat splits a format string and binds its conversions to the
-// arguments as libtraceevent does; failed reports a format libtraceevent
-// marks unusable (a conversion without an argument, a bad length).
-func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bool) {
+// bindFormat binds the conversions of a format string, split in pieces,
+// to the arguments as libtraceevent does; failed reports a format
+// libtraceevent marks unusable (a conversion without an argument, a bad
+// length).
+func (p *printer) bindFormat(pieces []parse.FmtPiece, args []*node) (segs []seg, failed bool) {
 	next := 0
 	take := func() *node {
 		if next >= len(args) {
@@ -258,7 +259,7 @@ func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bo
 		next++
 		return args[next-1]
 	}
-	for _, pc := range parse.ParseFormatPieces(format) {
+	for _, pc := range pieces {
 		if !pc.Conv {
 			segs = append(segs, seg{kind: segText, text: pc.Text})
 			continue

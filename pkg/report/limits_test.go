@@ -210,3 +210,29 @@ func BenchmarkRawManyFields(b *testing.B) {
 		line = p.line(line[:0], &tracedat.Record{Data: rec}, p.eventFor(fm.ID))
 	}
 }
+
+// BenchmarkBprintLongFormat prints bprint records whose printk format is
+// long text around one conversion.
+func BenchmarkBprintLongFormat(b *testing.B) {
+	dat := openDat(b, "testdata/captured/all2.dat")
+	var ef EventFormat
+	for _, e := range dat.Events {
+		if e.Format.FullName() == "ftrace:bprint" {
+			ef = EventFormat{Format: e.Format, Text: e.Text}
+		}
+	}
+	if ef.Format == nil {
+		b.Skip("no ftrace:bprint format")
+	}
+	const addr = 0xffffffff82000000
+	p := newPrinter(PrinterOptions{LongSize: 8, Formats: map[int]EventFormat{ef.Format.ID: ef},
+		Printk: fmt.Sprintf("%#x : \"%s%%d\"\n", uint64(addr), strings.Repeat("x", 1<<20))})
+	rec := recordOf(b, ef.Format, 1, map[string]any{"fmt": uint64(addr), "buf": []byte{1, 0, 0, 0}})
+	line := p.line(nil, &tracedat.Record{Data: rec}, p.eventFor(ef.Format.ID))
+	if !strings.HasSuffix(string(line), tooBig+"\n") {
+		b.Fatalf("line of %d bytes ending %q", len(line), line[max(0, len(line)-30):])
+	}
+	for b.Loop() {
+		line = p.line(line[:0], &tracedat.Record{Data: rec}, p.eventFor(ef.Format.ID))
+	}
+}

@@ -51,8 +51,11 @@ type printer struct {
 	compiled  []bool
 	fstacks   []*funcStack
 	insn      []byte // the kvm plugin's instruction bytes buffer
-	nul       bool   // a handler printed a NUL
-	src       *recSource
+	// bprintFormats holds the printk formats bprint records used, by
+	// address.
+	bprintFormats map[uint64]bprintFormat
+	nul           bool // a handler printed a NUL
+	src           *recSource
 	// next and usedNext stand in for src when a Printer's caller gives
 	// the record after the current one.
 	next     func() (Record, bool)
