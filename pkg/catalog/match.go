@@ -152,13 +152,18 @@ func closest(pattern string, all []Event, n int) []string {
 	}
 	var cs []cand
 	qualified := strings.Contains(pattern, ":")
+	limit := max(2, len(pattern)/3)
 	for _, e := range all {
 		target := e.Name
 		if qualified {
 			target = e.String()
 		}
+		// The distance is at least the difference in length.
+		if len(target) > len(pattern)+limit || len(pattern) > len(target)+limit {
+			continue
+		}
 		d := parse.Distance(pattern, target)
-		if d <= max(2, len(pattern)/3) {
+		if d <= limit {
 			cs = append(cs, cand{e.String(), d})
 		}
 	}

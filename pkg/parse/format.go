@@ -74,6 +74,7 @@ func ParseFormat(name, src string) (*Format, error) {
 	f := &Format{}
 	off := 0
 	inFields := false
+	seen := map[string]bool{} // field names: a crafted format may have thousands
 	for off < len(src) {
 		end := strings.IndexByte(src[off:], '\n')
 		if end < 0 {
@@ -110,9 +111,10 @@ func ParseFormat(name, src string) (*Format, error) {
 			if err != nil {
 				return nil, err
 			}
-			if f.Field(fld.Name) != nil {
+			if seen[fld.Name] {
 				return nil, Errorf(name, src, lead, lead+len(trimmed), "duplicate field %q", fld.Name)
 			}
+			seen[fld.Name] = true
 			f.Fields = append(f.Fields, fld)
 		default:
 			return nil, Errorf(name, src, lead, lead+len(trimmed), "unexpected line in format file")

@@ -2,6 +2,9 @@ package report
 
 import (
 	"strconv"
+	"strings"
+
+	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // bprintSegs builds the print format of an ftrace bprint record (a
@@ -9,22 +12,46 @@ import (
 // its arguments are packed in the record's buffer.
 func (p *printer) bprintSegs(r *rec) []seg {
 	ev := r.ev
-	format := "%ps: "
+	bf := bprintFormat{text: "%ps: "}
 	if f := ev.findField("fmt"); f != nil {
-		addr := p.readNum(r.data, f.offset, f.size)
-		if s, ok := p.printk[addr]; ok {
-			format += s
-		} else {
-			format += "(NO FORMAT FOUND at " + strconv.FormatUint(addr, 16) + ")\n"
-		}
+		bf = p.bprintFormat(p.readNum(r.data, f.offset, f.size))
 	}
-	segs, failed := p.bindFormat(format, p.bprintArgs(r, format))
+	if bf.pieces == nil {
+		bf.pieces = parse.ParseFormatPieces(bf.text)
+	}
+	segs, failed := p.bindFormat(bf.pieces, p.bprintArgs(r, bf.text))
 	if failed {
 		// libtraceevent marks the event, and prints its next records as
 		// [FAILED TO PARSE].
 		ev.failed = true
 	}
 	return segs
+}
+
+// bprintFormat is the format of a bprint record: "%ps: " and the printk
+// format, split in pieces once for all the records that use it (a crafted
+// one may be long).
+type bprintFormat struct {
+	text   string
+	pieces []parse.FmtPiece // nil: not split
+}
+
+// bprintFormat returns the format at addr in printk_formats.
+func (p *printer) bprintFormat(addr uint64) bprintFormat {
+	if bf, ok := p.bprintFormats[addr]; ok {
+		return bf
+	}
+	s, ok := p.printk[addr]
+	if !ok {
+		return bprintFormat{text: "%ps: (NO FORMAT FOUND at " + strconv.FormatUint(addr, 16) + ")\n"}
+	}
+	bf := bprintFormat{text: "%ps: " + s}
+	bf.pieces = parse.ParseFormatPieces(bf.text)
+	if p.bprintFormats == nil {
+		p.bprintFormats = map[uint64]bprintFormat{}
+	}
+	p.bprintFormats[addr] = bf
+	return bf
 }
 
 // bprintArgs unpacks the arguments of a bprint record (make_bprint_args):
@@ -41,7 +68,11 @@ func (p *printer) bprintArgs(r *rec, format string) []*node {
 	data := r.data
 	for i := 5; i < len(format) && at < len(data); i++ {
 		if format[i] != '%' {
-			continue
+			j := strings.IndexByte(format[i:], '%')
+			if j < 0 {
+				break
+			}
+			i += j
 		}
 		ls := 0
 	again:

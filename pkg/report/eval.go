@@ -276,6 +276,9 @@ func (p *printer) printFlags(b []byte, r *rec, spec *cspec, n *node) []byte {
 	v := int64(p.evalNum(r, n.args[0]))
 	printed := false
 	for _, s := range n.syms {
+		if p.full(b) {
+			break
+		}
 		if v == 0 && s.fval < 0 {
 			b = spec.appendStr(b, []byte(s.str))
 			break
@@ -297,10 +300,6 @@ func (p *printer) printFlags(b []byte, r *rec, spec *cspec, n *node) []byte {
 	}
 	return b
 }
-
-// maxDump bounds the elements __print_hex and __print_array print: a
-// count read from a damaged record would otherwise run for ages.
-const maxDump = 1 << 16
 
 // hexData returns the bytes a __print_hex or __print_array argument
 // points at.
@@ -326,8 +325,8 @@ func (p *printer) printHex(b []byte, r *rec, n *node) []byte {
 	if !ok {
 		return b
 	}
-	l := min(uint32(p.evalNum(r, n.args[1])), maxDump)
-	for i := uint32(0); i < l; i++ {
+	l := uint32(p.evalNum(r, n.args[1]))
+	for i := uint32(0); i < l && !p.full(b); i++ {
 		if i > 0 && n.kind == nHex {
 			b = append(b, ' ')
 		}
@@ -345,10 +344,10 @@ func (p *printer) printIntArray(b []byte, r *rec, n *node) []byte {
 	if !ok {
 		return b
 	}
-	l := min(uint32(p.evalNum(r, n.args[1])), maxDump)
+	l := uint32(p.evalNum(r, n.args[1]))
 	size := int32(p.evalNum(r, n.args[2]))
 	at := 0
-	for i := uint32(0); i < l; i++ {
+	for i := uint32(0); i < l && !p.full(b); i++ {
 		if i > 0 {
 			b = append(b, ' ')
 		}
@@ -863,40 +862,39 @@ func (p *printer) printRawBuf(b []byte, r *rec, ext string, n *node, plen int) [
 	return b
 }
 
-// printSeg prints one piece of the print format (print_parse_data).
+// printSeg prints one piece of the print format (print_parse_data). It
+// prints nothing once the event is full, and no more than the event can
+// hold (see limits.go).
 func (p *printer) printSeg(b []byte, r *rec, s *seg) []byte {
-	var plen int
-	hasLen := s.lenArg != nil
-	if hasLen {
-		plen = int(int32(p.evalNum(r, s.lenArg)))
+	if p.full(b) {
+		return b
 	}
+	if s.kind == segText {
+		return append(b, s.text[:min(len(s.text), p.room(b))]...)
+	}
+	var plen int
+	spec := &s.spec
+	if s.lenArg != nil {
+		plen = int(int32(p.evalNum(r, s.lenArg)))
+		c := s.spec.star(plen, plen >= 0)
+		if plen < 0 && s.kind != segDigit {
+			// libtraceevent then calls printf without the '*' argument;
+			// the libtraceevent of trace-cmd 3.1.6 (Debian) ends up
+			// printing the spec itself in place of the string.
+			c.literal = s.text
+		}
+		spec = &c
+	} else if s.kind == segPointer {
+		plen = 1
+	}
+	spec = p.fit(b, spec)
 	switch s.kind {
-	case segText:
-		return append(b, s.text...)
 	case segDigit:
-		v := p.evalNum(r, s.arg)
-		if !hasLen {
-			return s.spec.appendInt(b, v)
-		}
-		spec := s.spec.star(plen, plen >= 0)
-		return spec.appendInt(b, v)
+		return spec.appendInt(b, p.evalNum(r, s.arg))
 	case segPointer:
-		if !hasLen {
-			plen = 1
-		}
 		return p.printPointer(b, r, s, plen)
 	}
-	if !hasLen {
-		return p.printStr(b, r, &s.spec, s.arg)
-	}
-	spec := s.spec.star(plen, plen >= 0)
-	if plen < 0 {
-		// libtraceevent then calls printf without the '*' argument; the
-		// libtraceevent of trace-cmd 3.1.6 (Debian) ends up printing the
-		// spec itself in place of the string.
-		spec.literal = s.text
-	}
-	return p.printStr(b, r, &spec, s.arg)
+	return p.printStr(b, r, spec, s.arg)
 }
 
 // pretty prints a record with its event's print fmt (pretty_print).

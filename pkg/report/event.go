@@ -37,11 +37,13 @@ type event struct {
 	system, name string
 	fields       []*field // the event's own fields, in order
 	common       []*field
-	args         []*node // print fmt arguments
-	segs         []seg   // the print format, split and bound to arguments
-	failed       bool    // libtraceevent could not parse the print fmt
-	bprint       bool    // ftrace:bprint: the format comes from the record
-	handler      handler // a plugin's printer, or nil
+	args         []*node           // print fmt arguments
+	segs         []seg             // the print format, split and bound to arguments
+	fieldSegs    [][]int           // by own field index: the segs that print it as is
+	byName       map[string]*field // own fields, built by findField
+	failed       bool              // libtraceevent could not parse the print fmt
+	bprint       bool              // ftrace:bprint: the format comes from the record
+	handler      handler           // a plugin's printer, or nil
 	format       *parse.Format
 	full         string // "system:name"
 }
@@ -132,8 +134,21 @@ func newField(pf *parse.Field, longSize, index int) *field {
 	return f
 }
 
-// findField is tep_find_field: the event's own fields only.
+// findField is tep_find_field: the event's own fields only. An event of
+// many fields looks them up by name (a crafted format may have thousands,
+// each named by the print format).
 func (ev *event) findField(name string) *field {
+	if len(ev.fields) > 16 {
+		if ev.byName == nil {
+			ev.byName = make(map[string]*field, len(ev.fields))
+			for _, f := range ev.fields {
+				if _, dup := ev.byName[f.name]; !dup {
+					ev.byName[f.name] = f
+				}
+			}
+		}
+		return ev.byName[name]
+	}
 	for _, f := range ev.fields {
 		if f.name == name {
 			return f
@@ -188,9 +203,35 @@ func (p *printer) compileEvent(fm *parse.Format, text string) *event {
 		return ev
 	}
 	if !ev.bprint {
-		ev.segs, ev.failed = p.bindFormat(pf.Format, ev.args)
+		ev.segs, ev.failed = p.bindFormat(parse.ParseFormatPieces(pf.Format), ev.args)
+		ev.fieldSegs = fieldSegs(ev)
 	}
 	return ev
+}
+
+// fieldSegs returns, for each of the event's own fields, the conversions
+// of its print format whose argument is that field (through casts), in
+// order: what -R looks for, without a search through the whole format for
+// each field (quadratic in a crafted format's size).
+func fieldSegs(ev *event) [][]int {
+	out := make([][]int, len(ev.fields))
+	for k := range ev.segs {
+		s := &ev.segs[k]
+		if s.kind == segText {
+			continue
+		}
+		a := s.arg
+		for a != nil && a.kind == nType {
+			a = a.left
+		}
+		if a == nil || a.kind != nField || a.field == nil || a.field.common {
+			continue
+		}
+		if i := a.field.index; i < len(ev.fields) && ev.fields[i] == a.field {
+			out[i] = append(out[i], k)
+		}
+	}
+	return out
 }
 
 // printFmtText returns everything after "print fmt: " in the format text,
@@ -204,10 +245,11 @@ func printFmtText(fm *parse.Format, text string) string {
 	return text[i+len(key):]
 }
 
-// bindFormat splits a format string and binds its conversions to the
-// arguments as libtraceevent does; failed reports a format libtraceevent
-// marks unusable (a conversion without an argument, a bad length).
-func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bool) {
+// bindFormat binds the conversions of a format string, split in pieces,
+// to the arguments as libtraceevent does; failed reports a format
+// libtraceevent marks unusable (a conversion without an argument, a bad
+// length).
+func (p *printer) bindFormat(pieces []parse.FmtPiece, args []*node) (segs []seg, failed bool) {
 	next := 0
 	take := func() *node {
 		if next >= len(args) {
@@ -217,7 +259,7 @@ func (p *printer) bindFormat(format string, args []*node) (segs []seg, failed bo
 		next++
 		return args[next-1]
 	}
-	for _, pc := range parse.ParseFormatPieces(format) {
+	for _, pc := range pieces {
 		if !pc.Conv {
 			segs = append(segs, seg{kind: segText, text: pc.Text})
 			continue

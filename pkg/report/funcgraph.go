@@ -115,7 +115,7 @@ func (p *printer) graphLeaf(b []byte, r, ret *rec) []byte {
 	if !ok {
 		return append(b, '!')
 	}
-	b = appendSpaces(b, int(int32(depth*2)))
+	b = p.pad(b, int(int32(depth*2)))
 	b, fn, ok := p.fieldVal(b, r, "func", true)
 	if !ok {
 		return append(b, '!')
@@ -134,7 +134,7 @@ func (p *printer) graphNested(b []byte, r *rec) []byte {
 	if !ok {
 		return append(b, '!')
 	}
-	b = appendSpaces(b, int(int32(depth*2)))
+	b = p.pad(b, int(int32(depth*2)))
 	b, fn, ok := p.fieldVal(b, r, "func", true)
 	if !ok {
 		return append(b, '!')
@@ -166,7 +166,7 @@ func fgraphExit(p *printer, b []byte, r *rec) ([]byte, bool) {
 	if !ok {
 		return append(b, '!'), true
 	}
-	b = appendSpaces(b, int(int32(depth*2)))
+	b = p.pad(b, int(int32(depth*2)))
 	return append(b, '}'), false
 }
 

@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzRecord prints arbitrary record bytes with every test format and
-// plugin, plain and raw: no panic, one line per record.
+// plugin, plain and raw: no panic, one line per record, within the
+// event's limit.
 func FuzzRecord(f *testing.F) {
 	dat := openDat(f, sampleDat)
 	formats := map[int]EventFormat{}
@@ -49,7 +50,11 @@ func FuzzRecord(f *testing.F) {
 			tr := tracedat.Record{CPU: 1, TS: 12345, Data: rec}
 			line := p.line(nil, &tr, p.eventFor(id))
 			if len(line) == 0 || line[len(line)-1] != '\n' {
-				t.Fatalf("line %q does not end in a newline", line)
+				t.Fatalf("line %.200q does not end in a newline", line)
+			}
+			// The text, its cut mark, and what goes before it.
+			if bound := textLimit(len(rec)) + len(tooBig) + 200; len(line) > bound {
+				t.Fatalf("line of %d bytes for a record of %d, want at most %d", len(line), len(rec), bound)
 			}
 		}
 	})

@@ -405,7 +405,7 @@ func function(p *printer, b []byte, r *rec) ([]byte, bool) {
 		}
 		index = p.funcStack(r.cpu).index(parent.name, child, fnOK)
 	}
-	b = appendSpaces(b, index*3)
+	b = p.pad(b, index*3)
 	if fnOK {
 		return append(b, fn.name...), false
 	}

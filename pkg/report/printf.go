@@ -168,7 +168,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 	}
 	zeros := 0
 	if c.prec > len(d) {
-		zeros = min(c.prec, maxPad) - len(d)
+		zeros = c.prec - len(d)
 	}
 	if c.hash && c.verb == 'o' && zeros == 0 && (len(d) == 0 || d[0] != '0') {
 		zeros = 1
@@ -187,7 +187,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 		prefix = "0X"
 	}
 	n := len(prefix) + zeros + len(d)
-	pad := min(c.width, maxPad) - n
+	pad := c.width - n
 	if pad > 0 && !c.minus && c.zero && c.prec < 0 {
 		zeros += pad
 		pad = 0
@@ -196,9 +196,7 @@ func (c *cspec) appendInt(b []byte, v uint64) []byte {
 		b = appendSpaces(b, pad)
 	}
 	b = append(b, prefix...)
-	for ; zeros > 0; zeros-- {
-		b = append(b, '0')
-	}
+	b = appendZeros(b, zeros)
 	b = append(b, d...)
 	if pad > 0 && c.minus {
 		b = appendSpaces(b, pad)
@@ -237,25 +235,6 @@ func (c *cspec) appendStr(b []byte, s []byte) []byte {
 	b = append(b, s...)
 	if pad > 0 && c.minus {
 		b = appendSpaces(b, pad)
-	}
-	return b
-}
-
-// maxPad bounds padding: a width read from a damaged record would have
-// trace-cmd print gigabytes of spaces.
-const maxPad = 32 << 20
-
-const spaces64 = "                                                                "
-
-func appendSpaces(b []byte, n int) []byte {
-	if n <= len(spaces64) {
-		if n > 0 {
-			b = append(b, spaces64[:n]...)
-		}
-		return b
-	}
-	for n = min(n, maxPad); n > 0; n-- {
-		b = append(b, ' ')
 	}
 	return b
 }

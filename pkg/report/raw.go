@@ -1,6 +1,10 @@
 package report
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // rawFields prints " name=value" for each of the event's own fields, as
 // trace-cmd report -R (and libtraceevent's fallback) does: a field that
@@ -14,6 +18,9 @@ func (p *printer) rawFields(b []byte, r *rec) []byte {
 		pos = -1
 	}
 	for _, f := range ev.fields {
+		if p.full(b) {
+			break
+		}
 		b = append(b, ' ')
 		b = append(b, f.name...)
 		b = append(b, '=')
@@ -22,45 +29,36 @@ func (p *printer) rawFields(b []byte, r *rec) []byte {
 	return b
 }
 
-// printField is libtraceevent's print_field.
+// printField is libtraceevent's print_field: the first conversion of
+// the field from pos on (wrapping around) prints it, with the "0x" that
+// goes before it if the scan passed it; the next field looks from the
+// conversion after.
 func (p *printer) printField(b []byte, r *rec, f *field, pos int) ([]byte, int) {
 	ev := r.ev
-	if pos < 0 || ev.failed || f.flags&(fArray|fString) != 0 {
+	if pos < 0 || ev.failed || f.flags&(fArray|fString) != 0 || f.index >= len(ev.fieldSegs) {
 		return p.rawField(b, r, f), pos
 	}
+	at := ev.fieldSegs[f.index]
+	if len(at) == 0 {
+		return p.rawField(b, r, f), pos
+	}
+	i, _ := slices.BinarySearch(at, pos)
+	if i == len(at) {
+		i = 0
+	}
 	segs := ev.segs
-	start := pos
-	has0x := false
-	for {
-		s := &segs[pos]
-		if s.kind == segText {
-			has0x = len(s.text) > 1 && s.text[len(s.text)-2:] == "0x"
-		} else {
-			a := s.arg
-			for a != nil && a.kind == nType {
-				a = a.left
-			}
-			if a != nil && a.kind == nField && a.field == f {
-				if has0x {
-					b = append(b, "0x"...)
-				}
-				b = p.printSeg(b, r, s)
-				if pos+1 < len(segs) {
-					return b, pos + 1
-				}
-				return b, -1
-			}
-			has0x = false
-		}
-		pos++
-		if pos == len(segs) {
-			pos = 0
-		}
-		if pos == start {
-			break
+	k := at[i]
+	if k != pos {
+		prev := &segs[(k+len(segs)-1)%len(segs)]
+		if prev.kind == segText && strings.HasSuffix(prev.text, "0x") {
+			b = append(b, "0x"...)
 		}
 	}
-	return p.rawField(b, r, f), start
+	b = p.printSeg(b, r, &segs[k])
+	if k+1 < len(segs) {
+		return b, k + 1
+	}
+	return b, -1
 }
 
 // rawField is print_field_raw: a field's value without its print fmt.

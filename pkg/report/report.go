@@ -52,8 +52,11 @@ type printer struct {
 	compiled  []bool
 	fstacks   []*funcStack
 	insn      []byte // the kvm plugin's instruction bytes buffer
-	nul       bool   // a handler printed a NUL
-	src       *recSource
+	// bprintFormats holds the printk formats bprint records used, by
+	// address.
+	bprintFormats map[uint64]bprintFormat
+	nul           bool // a handler printed a NUL
+	src           *recSource
 	// next and usedNext stand in for src when a Printer's caller gives
 	// the record after the current one.
 	next     func() (Record, bool)
@@ -63,6 +66,7 @@ type printer struct {
 	raw      bool            // print fields as name=value
 	ns       bool            // nanosecond timestamps
 	usecs    bool            // timestamps are shown in seconds.microseconds
+	stop     int             // where the event's text must end in the line (see full)
 }
 
 func newPrinter(o PrinterOptions) *printer {
@@ -285,6 +289,7 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 	b = append(b, ": "...)
 	b = appendSpaces(b, 20-len(ev.name))
 	start := len(b)
+	p.stop = start + textLimit(len(tr.Data))
 	if p.raw {
 		b = p.rawFields(b, r)
 	} else {
@@ -307,7 +312,7 @@ func (p *printer) line(b []byte, tr *tracedat.Record, ev *event) []byte {
 			b = b[:start+i]
 		}
 	}
-	return append(b, '\n')
+	return append(p.cut(b), '\n')
 }
 
 // appendTS appends a timestamp as trace-cmd shows it: seconds with 6

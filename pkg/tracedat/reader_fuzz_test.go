@@ -3,43 +3,40 @@ package tracedat
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
 	"strings"
 	"testing"
 )
 
-// FuzzRead feeds arbitrary bytes to Read and reads every record of every
-// instance. Properties: no panic; (f == nil) == (err != nil); every error
+// FuzzRead damages a small valid file (a v6 or v7 file built by the tests:
+// plain, zstd, big-endian, several instances) at the offsets edits name,
+// cuts it at cut, gives it to Read and reads every record of every
+// instance; with base past the built files it reads edits as the file
+// itself. Properties: no panic; (f == nil) == (err != nil); every error
 // locates the problem (a file offset) unless it is about the file as a
 // whole; records fit in a page.
+//
+// The fuzzed values stay small however large the file: go test minimizes
+// every input that finds new code, in time quadratic in its size, and
+// fuzzes nothing meanwhile.
 func FuzzRead(f *testing.F) {
-	data, err := os.ReadFile(sampleFile)
-	if err != nil {
-		f.Fatal(err)
+	bases := fuzzBases(f)
+	f.Add(uint8(0), uint32(0), []byte{})
+	for i := range bases {
+		f.Add(uint8(i), uint32(0), []byte{})
+		f.Add(uint8(i), uint32(len(bases[i])/2), []byte{})
+		f.Add(uint8(i), uint32(0), []byte{0x40, 0, 2, 0xff, 0x10, 1, 1, 0x80})
 	}
-	f.Add(data)
-	le := binary.LittleEndian
-	for _, mod := range []func(*testFile){
-		func(tf *testFile) {},
-		func(tf *testFile) { tf.zstd, tf.chunkPages = true, 2 },
-		func(tf *testFile) { tf.version = 6; tf.options = []Option{{OptionTraceClock, testCString("[local]")}} },
-		func(tf *testFile) { tf.bigEndian, tf.optionSections = true, 2 },
-		func(tf *testFile) {
-			tf.buffers = append(tf.buffers, testBuffer{"inst", []testCPU{{4, tf.buffers[0].cpus[0].pages}}})
-		},
-	} {
-		tf := testBaseFile(f, 7)
-		tf.kallsyms, tf.printk = "", ""
-		tf.buffers = []testBuffer{{"", []testCPU{
-			{0, testSchedPages(le, 256, 3, 0, 100)},
-			{2, [][]byte{newTestPage(false).event(0, []byte{1, 2}, false).extend(1<<28).discard(3, 4).
-				stamp(1<<35).event(1, make([]byte, 130), true).fill().bytes(256, 9, missingEvents|missingStored, 3)}},
-		}}}
-		tf.pageSize = 256
-		mod(tf)
-		f.Add(tf.build(f))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add(uint8(len(bases)), uint32(0), []byte("\x17\x08\x44tracing6\x00"))
+	f.Fuzz(func(t *testing.T, base uint8, cut uint32, edits []byte) {
+		var data []byte
+		if int(base) < len(bases) {
+			data = damage(bases[base], edits)
+		} else {
+			data = edits
+		}
+		if cut > 0 && int64(cut) < int64(len(data)) {
+			data = data[:cut]
+		}
 		file, err := Read(bytes.NewReader(data), int64(len(data)))
 		if (file == nil) == (err == nil) {
 			t.Fatalf("Read = %v, %v", file, err)
@@ -60,6 +57,61 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzBases are the files FuzzRead damages.
+func fuzzBases(f *testing.F) [][]byte {
+	le := binary.LittleEndian
+	var out [][]byte
+	for _, mod := range []func(*testFile){
+		func(tf *testFile) {},
+		func(tf *testFile) { tf.zstd, tf.chunkPages = true, 2 },
+		func(tf *testFile) { tf.version = 6; tf.options = []Option{{OptionTraceClock, testCString("[local]")}} },
+		func(tf *testFile) { tf.bigEndian, tf.optionSections = true, 2 },
+		func(tf *testFile) {
+			tf.buffers = append(tf.buffers, testBuffer{"inst", []testCPU{{4, tf.buffers[0].cpus[0].pages}}})
+		},
+	} {
+		tf := testBaseFile(f, 7)
+		tf.kallsyms, tf.printk = "", ""
+		tf.buffers = []testBuffer{{"", []testCPU{
+			{0, testSchedPages(le, 256, 3, 0, 100)},
+			{2, [][]byte{newTestPage(false).event(0, []byte{1, 2}, false).extend(1<<28).discard(3, 4).
+				stamp(1<<35).event(1, make([]byte, 130), true).fill().bytes(256, 9, missingEvents|missingStored, 3)}},
+		}}}
+		tf.pageSize = 256
+		mod(tf)
+		out = append(out, tf.build(f))
+	}
+	return out
+}
+
+// damage returns a copy of data changed by edits, four bytes an edit: a
+// little-endian offset (modulo the size), an operation and a value. The
+// operations set the byte, add to it, or write a 4- or 8-byte value there
+// that sizes and offsets often trip on.
+func damage(data, edits []byte) []byte {
+	out := bytes.Clone(data)
+	if len(out) == 0 {
+		return out
+	}
+	interesting := []uint64{0, 1, 0x7f, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff, 1 << 32, 1<<63 - 1, 1 << 63, ^uint64(0)}
+	for ; len(edits) >= 4; edits = edits[4:] {
+		at := int(binary.LittleEndian.Uint16(edits)) % len(out)
+		op, v := edits[2], edits[3]
+		switch op % 4 {
+		case 0:
+			out[at] = v
+		case 1:
+			out[at] += v
+		case 2, 3:
+			n := 4 << (op % 4 / 3)
+			var word [8]byte
+			binary.LittleEndian.PutUint64(word[:], interesting[int(v)%len(interesting)])
+			copy(out[at:], word[:n])
+		}
+	}
+	return out
 }
 
 // checkLocated fails unless err names a file offset or is about the file
