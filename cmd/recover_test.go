@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testtrace"
 	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -24,25 +24,8 @@ func interruptedRecording(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m := tracedat.Meta{
-		PageSize:    f.PageSize,
-		HeaderPage:  f.HeaderPage,
-		HeaderEvent: f.HeaderEvent,
-		Kallsyms:    []byte(f.Kallsyms),
-		Printk:      []byte(f.Printk),
-		Cmdlines:    f.Cmdlines,
-		CPUs:        f.CPUCount,
-		Version:     "gtrace test",
-	}
-	ids := make([]int, 0, len(f.Events))
-	for id := range f.Events {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		e := f.Events[id]
-		m.Formats = append(m.Formats, tracedat.FormatText{System: e.Format.System, Text: e.Text})
-	}
+	m := testtrace.Meta(f, nil)
+	m.Version = "gtrace test"
 	path := filepath.Join(t.TempDir(), "killed.dat")
 	w, err := tracedat.Create(path, m, tracedat.WriteOptions{})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gtrace/gtrace/internal/testtrace"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
@@ -349,16 +349,6 @@ func gtraceRecording(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m := tracedat.Meta{
-		PageSize:    f.PageSize,
-		HeaderPage:  f.HeaderPage,
-		HeaderEvent: f.HeaderEvent,
-		Kallsyms:    []byte(f.Kallsyms),
-		Printk:      []byte(f.Printk),
-		Cmdlines:    f.Cmdlines,
-		CPUs:        f.CPUCount,
-		Version:     "gtrace sweep",
-	}
 	used := map[int]bool{}
 	it := f.Records()
 	for it.Next() {
@@ -366,17 +356,8 @@ func gtraceRecording(t *testing.T, dir string) []byte {
 			used[int(binary.LittleEndian.Uint16(d))] = true
 		}
 	}
-	ids := make([]int, 0, len(used))
-	for id := range used {
-		if f.Events[id] != nil {
-			ids = append(ids, id)
-		}
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		e := f.Events[id]
-		m.Formats = append(m.Formats, tracedat.FormatText{System: e.Format.System, Text: e.Text})
-	}
+	m := testtrace.Meta(f, func(id int) bool { return used[id] })
+	m.Version = "gtrace sweep"
 	path := filepath.Join(dir, "written.dat")
 	w, err := tracedat.Create(path, m, tracedat.WriteOptions{})
 	if err != nil {

@@ -1,6 +1,7 @@
 package testtrace
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/gtrace/gtrace/pkg/tracedat"
@@ -18,19 +19,8 @@ func RepeatTrace(tb testing.TB, src, dst string, n int) {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	m := tracedat.Meta{
-		PageSize:    f.PageSize,
-		HeaderPage:  f.HeaderPage,
-		HeaderEvent: f.HeaderEvent,
-		Kallsyms:    []byte(f.Kallsyms),
-		Printk:      []byte(f.Printk),
-		Cmdlines:    f.Cmdlines,
-		Clock:       "[" + f.Clock + "]",
-		CPUs:        f.CPUCount,
-	}
-	for _, e := range f.Events {
-		m.Formats = append(m.Formats, tracedat.FormatText{System: e.Format.System, Text: e.Text})
-	}
+	m := Meta(f, nil)
+	m.Clock = "[" + f.Clock + "]"
 	w, err := tracedat.Create(dst, m, tracedat.WriteOptions{})
 	if err != nil {
 		tb.Fatal(err)
@@ -64,4 +54,31 @@ func RepeatTrace(tb testing.TB, src, dst string, n int) {
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Meta returns the metadata to write a file with f's page size, headers,
+// symbols, printk formats and task names, and the formats of the events
+// that keep accepts (all of them when keep is nil), in ID order.
+func Meta(f *tracedat.File, keep func(id int) bool) tracedat.Meta {
+	m := tracedat.Meta{
+		PageSize:    f.PageSize,
+		HeaderPage:  f.HeaderPage,
+		HeaderEvent: f.HeaderEvent,
+		Kallsyms:    []byte(f.Kallsyms),
+		Printk:      []byte(f.Printk),
+		Cmdlines:    f.Cmdlines,
+		CPUs:        f.CPUCount,
+	}
+	ids := make([]int, 0, len(f.Events))
+	for id := range f.Events {
+		if keep == nil || keep(id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		e := f.Events[id]
+		m.Formats = append(m.Formats, tracedat.FormatText{System: e.Format.System, Text: e.Text})
+	}
+	return m
 }

@@ -2,10 +2,9 @@ package tracedat
 
 import (
 	"strconv"
-	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // maxWarnings bounds the warnings a File keeps; later ones are counted.
@@ -36,7 +35,7 @@ func (l *damageLog) add(key, msg string, pages int) {
 	l.seen[key] = true
 	l.pages += pages
 	if len(l.msgs) < maxWarnings {
-		l.msgs = append(l.msgs, printable(msg))
+		l.msgs = append(l.msgs, parse.Escape(msg))
 		return
 	}
 	l.more++
@@ -74,36 +73,4 @@ func (f *File) SkippedPages() int {
 	f.damage.mu.Lock()
 	defer f.damage.mu.Unlock()
 	return f.damage.pages
-}
-
-// printable escapes what a terminal should not see: control characters,
-// invalid UTF-8 and other non-printing runes, as \xNN or \u{NNNN}.
-func printable(s string) string {
-	ok := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			b.WriteString(`\x`)
-			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
-			b.WriteString(strconv.FormatUint(uint64(s[i])&15, 16))
-		case !unicode.IsPrint(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	return b.String()
 }
