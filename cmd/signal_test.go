@@ -336,7 +336,7 @@ func TestStopGrace(t *testing.T) {
 	var errb bytes.Buffer
 	start := time.Now()
 	code := finish(ctx, &errb, make(chan int))
-	if took := time.Since(start); code != 143 || took < stopGrace || took > stopGrace+time.Second {
+	if took := time.Since(start); code != 143 || took < stopGrace || took > stopGrace+3*time.Second { // a loaded machine may run the timer late
 		t.Errorf("finish(stuck run, SIGTERM) = %d after %v, want 143 after %v", code, took, stopGrace)
 	}
 	if want := "gtrace: interrupted by signal: terminated: stopped without completing its output\n"; errb.String() != want {
