@@ -1,0 +1,74 @@
+#!/bin/busybox sh
+# /init of the oracle guest: mounts what gtrace needs, runs the cases of
+# /cases (those named in gtrace.cases= on the kernel command line, or all)
+# through the kernel's tracefs and through gtrace, prints both outputs in
+# base64 between markers on the console, and powers off. See doc.go.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+dmesg -n 1
+T=/sys/kernel/tracing
+PID=5000 # the workload's process id (vmload -pid), so keys on common_pid match
+
+up() { read -r u _ </proc/uptime; echo "$u"; }
+trim() { echo "$1" | sed 's/^ *//; s/ *$//'; }
+emit() { # emit WHAT RC FILE
+	echo "=== $1 rc=$2"
+	base64 <"$3"
+	echo "=== ."
+}
+
+echo "=== BOOT uptime=$(up) kernel=$(uname -r)"
+want=$(sed -n 's/.*gtrace\.cases=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
+
+while IFS='|' read -r name event trig ops; do
+	name=$(trim "$name")
+	case $name in '' | '#'*) continue ;; esac
+	if [ -n "$want" ]; then
+		case " $want " in *" $name "*) ;; *) continue ;; esac
+	fi
+	event=$(trim "$event") trig=$(trim "$trig") ops=$(trim "$ops")
+	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
+	echo "=== CASE $name uptime=$(up)"
+	dir=$T/events/${event%%:*}/${event#*:}
+
+	# The kernel: the trigger, the workload, the hist file.
+	: >/tmp/k.out
+	echo >$T/error_log 2>/dev/null
+	if echo "$trig" >"$dir/trigger" 2>/tmp/k.err; then
+		vmload -pid $PID $ops >>/tmp/k.err 2>&1
+		krc=$?
+		cat "$dir/hist" >/tmp/k.out
+		echo "!$trig" >"$dir/trigger"
+	else
+		krc=$?
+		cat $T/error_log >>/tmp/k.err
+	fi
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+
+	# gtrace: the same trigger string and workload.
+	# shellcheck disable=SC2086 # ops are words
+	gtrace hist -e "$event" "$trig" -- vmload -pid $PID $ops >/tmp/g.out 2>/tmp/g.err
+	grc=$?
+	case $name in selftest-*)
+		# A test of the test: one more space in one padded column.
+		awk '!d && /hitcount: / { sub(/hitcount: /, "hitcount:  "); d = 1 } { print }' /tmp/g.out >/tmp/g.bad
+		mv /tmp/g.bad /tmp/g.out
+		;;
+	esac
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+	echo "=== END $name uptime=$(up)"
+done </cases
+
+echo "=== DONE uptime=$(up)"
+sync
+poweroff -f
