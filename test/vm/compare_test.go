@@ -68,6 +68,7 @@ func TestParseConsole(t *testing.T) {
 	log := strings.Join([]string{
 		"[    0.000000] Linux version 6.1.0",
 		"=== BOOT uptime=6.02 kernel=6.1.0-56-amd64",
+		"=== PLAN raw_syscalls:sys_enter # on raw tracepoint sys_enter",
 		"=== CASE headline uptime=6.10",
 		"=== KERNEL-TIME uptime=6.90",
 		"=== KERNEL rc=0",
@@ -84,6 +85,7 @@ func TestParseConsole(t *testing.T) {
 		b64("err"),
 		"=== .",
 		"=== END headline uptime=9.30",
+		"=== SKIP comm needs kernel 6.12",
 		"=== CASE cut uptime=9.40",
 		"=== DONE uptime=12.00",
 		"[   12.1] reboot: Power down",
@@ -92,7 +94,8 @@ func TestParseConsole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseConsole: %v", err)
 	}
-	if con.Release != "6.1.0-56-amd64" || con.Boot != 6.02 || !con.Done || con.Finish != 12 || len(con.Cases) != 2 {
+	if con.Release != "6.1.0-56-amd64" || con.Boot != 6.02 || !con.Done || con.Finish != 12 || len(con.Cases) != 3 ||
+		len(con.Plans) != 1 || con.Plans[0] != "raw_syscalls:sys_enter # on raw tracepoint sys_enter" {
 		t.Fatalf("ParseConsole() = %+v", con)
 	}
 	c := con.Cases[0]
@@ -100,7 +103,10 @@ func TestParseConsole(t *testing.T) {
 		c.Kernel.Stdout != kernelHist || c.Gtrace != (Output{RC: 3, Stdout: "out", Stderr: "err"}) {
 		t.Errorf("case 0 = %+v", c)
 	}
-	if !con.Cases[1].Partial {
-		t.Errorf("case 1 = %+v, want Partial", con.Cases[1])
+	if c := con.Cases[1]; c.Name != "comm" || c.Skip != "needs kernel 6.12" {
+		t.Errorf("case 1 = %+v, want skipped", c)
+	}
+	if !con.Cases[2].Partial {
+		t.Errorf("case 2 = %+v, want Partial", con.Cases[2])
 	}
 }

@@ -25,12 +25,14 @@ type Case struct {
 	Mid     float64 // ... when the kernel's side ended
 	End     float64 // ... when the case ended
 	Partial bool    // the log ended inside the case
+	Skip    string  // why the guest skipped the case (too old a kernel)
 }
 
 // Console is a parsed console log.
 type Console struct {
-	Release string  // uname -r of the guest
-	Boot    float64 // the guest's uptime when /init began
+	Release string   // uname -r of the guest
+	Boot    float64  // the guest's uptime when /init began
+	Plans   []string // how gtrace attaches, from --dry-run: "EVENT # on ..."
 	Cases   []*Case
 	Done    bool    // the guest ran every case
 	Finish  float64 // the guest's uptime when it had run every case
@@ -107,6 +109,14 @@ func ParseConsole(r io.Reader) (*Console, error) {
 					section.RC, _ = strconv.Atoi(kv(2))
 				}
 			}
+		case "PLAN":
+			con.Plans = append(con.Plans, strings.Join(f[2:], " "))
+		case "SKIP":
+			if len(f) < 3 {
+				return nil, fmt.Errorf("bad marker %q", line)
+			}
+			con.Cases = append(con.Cases, &Case{Name: f[2], Skip: strings.Join(f[3:], " ")})
+			c = nil
 		case "DONE":
 			con.Done, con.Finish = true, up(2)
 		}

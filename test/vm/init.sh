@@ -24,15 +24,29 @@ emit() { # emit WHAT RC FILE
 }
 
 echo "=== BOOT uptime=$(up) kernel=$(uname -r)"
+# How gtrace attaches on this kernel (its fallbacks say so here).
+for ev in raw_syscalls:sys_enter syscalls:sys_enter_lseek; do
+	gtrace hist -e $ev -k common_pid --dry-run 2>&1 | grep '^# on ' | sed "s/^/=== PLAN $ev /"
+done
 want=$(sed -n 's/.*gtrace\.cases=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
 
-while IFS='|' read -r name event trig ops; do
+# older A B: whether kernel release A (6.1.0-56-amd64) is older than B (6.12).
+older() {
+	echo "$1 $2" | awk '{ split($1, a, /[.-]/); split($2, b, /[.-]/)
+		exit !(a[1] < b[1] || (a[1] == b[1] && a[2] < b[2])) }'
+}
+
+while IFS='|' read -r name event trig ops min; do
 	name=$(trim "$name")
 	case $name in '' | '#'*) continue ;; esac
 	if [ -n "$want" ]; then
 		case " $want " in *" $name "*) ;; *) continue ;; esac
 	fi
-	event=$(trim "$event") trig=$(trim "$trig") ops=$(trim "$ops")
+	event=$(trim "$event") trig=$(trim "$trig") ops=$(trim "$ops") min=$(trim "$min")
+	if [ -n "$min" ] && older "$(uname -r)" "$min"; then
+		echo "=== SKIP $name needs kernel $min"
+		continue
+	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	echo "=== CASE $name uptime=$(up)"
 	dir=$T/events/${event%%:*}/${event#*:}

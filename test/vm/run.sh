@@ -109,6 +109,8 @@ awk '
 	/^=== KERNEL-TIME / { split($3, u, "="); k = u[2] }
 	/^=== END / { split($4, u, "="); n = $3
 		printf "run.sh: case %-24s %.1f s (kernel %.1f s, gtrace %.1f s)\n", n, u[2] - start[n], k - start[n], u[2] - k }
+	/^=== SKIP / { $1 = $2 = ""; printf "run.sh: skip %s\n", substr($0, 3) }
+	/^=== PLAN / { $1 = $2 = ""; printf "run.sh: gtrace plan: %s\n", substr($0, 3) }
 	/^=== DONE / { done = 1 }
 	END { if (!done) { print "run.sh: the guest did not finish"; exit 1 } }
 ' "$log" >&2

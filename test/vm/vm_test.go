@@ -28,7 +28,8 @@ func TestKernelOracle(t *testing.T) {
 }
 
 func oracle(t *testing.T, kernel, cases string) {
-	log := filepath.Join(t.TempDir(), "console.log")
+	// Kept after the test, to read when a case fails.
+	log := filepath.Join(os.TempDir(), "gtrace-vm-"+kernel+".log")
 	args := []string{"run.sh", "-k", kernel, "-l", log}
 	if cases != "" {
 		args = append(args, "-c", cases)
@@ -52,6 +53,9 @@ func oracle(t *testing.T, kernel, cases string) {
 	if err != nil {
 		t.Fatalf("ParseConsole: %v", err)
 	}
+	for _, p := range con.Plans {
+		t.Logf("gtrace's plan on %s: %s", con.Release, p)
+	}
 	if !con.Done {
 		t.Errorf("the guest did not run every case")
 	}
@@ -69,6 +73,9 @@ func oracle(t *testing.T, kernel, cases string) {
 
 // check compares one case; a case named selftest-* must differ.
 func check(t *testing.T, c *Case) {
+	if c.Skip != "" {
+		t.Skip(c.Skip)
+	}
 	if c.Partial {
 		t.Fatalf("the log ends inside the case")
 	}
