@@ -104,3 +104,35 @@ func firstDiff(got, want []string) string {
 	}
 	return "no line differs"
 }
+
+// eventRE matches an event line of trace-cmd report: COMM-PID [CPU]
+// (FLAGS) TIMESTAMP: EVENT: TEXT.
+var eventRE = regexp.MustCompile(`^\s*(.*-\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?\d+\.\d+:\s+(\S+):\s*(.*)$`)
+
+// CompareRecord compares the trace-cmd report text of gtrace's recording
+// with that of trace-cmd's recording of the same workload: the same events
+// in the same order, from the same task and CPU, with the same text. The
+// timestamps and the latency flags differ from run to run and are left
+// out, as are the header lines.
+func CompareRecord(kernel, gtrace string) error {
+	k, g := eventLines(kernel), eventLines(gtrace)
+	if len(k) == 0 {
+		return fmt.Errorf("trace-cmd recorded no event")
+	}
+	if !slices.Equal(k, g) {
+		return fmt.Errorf("gtrace recorded %d events, trace-cmd %d: %s", len(g), len(k), firstDiff(g, k))
+	}
+	return nil
+}
+
+// eventLines returns the event lines of a report, without timestamps and
+// flags.
+func eventLines(report string) []string {
+	var out []string
+	for _, line := range strings.Split(report, "\n") {
+		if m := eventRE.FindStringSubmatch(line); m != nil {
+			out = append(out, fmt.Sprintf("%s [%s] %s: %s", m[1], m[2], m[3], m[4]))
+		}
+	}
+	return out
+}

@@ -69,7 +69,7 @@ func TestParseConsole(t *testing.T) {
 		"[    0.000000] Linux version 6.1.0",
 		"=== BOOT uptime=6.02 kernel=6.1.0-56-amd64",
 		"=== PLAN raw_syscalls:sys_enter # on raw tracepoint sys_enter",
-		"=== CASE headline uptime=6.10",
+		"=== CASE headline uptime=6.10 kind=hist",
 		"=== KERNEL-TIME uptime=6.90",
 		"=== KERNEL rc=0",
 		b64(kernelHist)[:40],
@@ -99,7 +99,7 @@ func TestParseConsole(t *testing.T) {
 		t.Fatalf("ParseConsole() = %+v", con)
 	}
 	c := con.Cases[0]
-	if c.Name != "headline" || c.Partial || c.Start != 6.1 || c.Mid != 6.9 || c.End != 9.3 ||
+	if c.Name != "headline" || c.Kind != "hist" || c.Partial || c.Start != 6.1 || c.Mid != 6.9 || c.End != 9.3 ||
 		c.Kernel.Stdout != kernelHist || c.Gtrace != (Output{RC: 3, Stdout: "out", Stderr: "err"}) {
 		t.Errorf("case 0 = %+v", c)
 	}
@@ -108,5 +108,33 @@ func TestParseConsole(t *testing.T) {
 	}
 	if !con.Cases[2].Partial {
 		t.Errorf("case 2 = %+v, want Partial", con.Cases[2])
+	}
+}
+
+func TestCompareRecord(t *testing.T) {
+	tc := "cpus=1\n" +
+		"          vmload-5000  [000]    12.000001: sys_enter_lseek:      fd: 0x00000003, offset: 0x00000000, whence: 0x00000000\n" +
+		"          vmload-5000  [000]    12.000002: sys_enter_lseek:      fd: 0x00000003, offset: 0x00000007, whence: 0x00000000\n"
+	other := strings.NewReplacer("12.000001", "15.100000", "12.000002", "15.200000").Replace(tc)
+	flags := strings.ReplaceAll(tc, "[000]    12", "[000] d..1. 12")
+	for _, c := range []struct {
+		name, gtrace string
+		ok           bool
+	}{
+		{"equal", tc, true},
+		{"other timestamps", other, true},
+		{"with latency flags", flags, true},
+		{"another offset", strings.Replace(tc, "0x00000007", "0x00000008", 1), false},
+		{"an event less", strings.SplitAfterN(tc, "\n", 3)[0] + strings.SplitAfterN(tc, "\n", 3)[1], false},
+		{"another cpu", strings.Replace(tc, "[000]", "[001]", 1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := CompareRecord(tc, c.gtrace); (err == nil) != c.ok {
+				t.Errorf("CompareRecord() = %v, want ok %v", err, c.ok)
+			}
+		})
+	}
+	if err := CompareRecord("cpus=1\n", "cpus=1\n"); err == nil {
+		t.Errorf("CompareRecord of no events = nil, want an error")
 	}
 }

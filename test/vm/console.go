@@ -19,8 +19,10 @@ type Output struct {
 // Case is one case's results from the guest.
 type Case struct {
 	Name    string
+	Kind    string // "hist" or "record"
 	Kernel  Output
 	Gtrace  Output
+	Report  Output  // record cases: gtrace report of the kernel side's trace.dat
 	Start   float64 // the guest's uptime in seconds when the case began
 	Mid     float64 // ... when the kernel's side ended
 	End     float64 // ... when the case ended
@@ -87,9 +89,10 @@ func ParseConsole(r io.Reader) (*Console, error) {
 			if len(f) < 3 {
 				return nil, fmt.Errorf("bad marker %q", line)
 			}
-			c = &Case{Name: f[2], Start: up(3), Partial: true}
+			c = &Case{Name: f[2], Start: up(3), Kind: kv(4), Partial: true}
 			con.Cases = append(con.Cases, c)
-		case "KERNEL-TIME", "KERNEL", "KERNEL-STDERR", "GTRACE-TIME", "GTRACE", "GTRACE-STDERR", "END":
+		case "KERNEL-TIME", "KERNEL", "KERNEL-STDERR", "GTRACE-TIME", "GTRACE", "GTRACE-STDERR",
+			"REPORT", "REPORT-STDERR", "END":
 			if c == nil {
 				return nil, fmt.Errorf("marker %q outside a case", line)
 			}
@@ -101,8 +104,11 @@ func ParseConsole(r io.Reader) (*Console, error) {
 			case "GTRACE-TIME":
 			default:
 				section = &c.Kernel
-				if strings.HasPrefix(f[1], "GTRACE") {
+				switch {
+				case strings.HasPrefix(f[1], "GTRACE"):
 					section = &c.Gtrace
+				case strings.HasPrefix(f[1], "REPORT"):
+					section = &c.Report
 				}
 				stderr = strings.HasSuffix(f[1], "-STDERR")
 				if !stderr {

@@ -36,21 +36,8 @@ older() {
 		exit !(a[1] < b[1] || (a[1] == b[1] && a[2] < b[2])) }'
 }
 
-while IFS='|' read -r name event trig ops min; do
-	name=$(trim "$name")
-	case $name in '' | '#'*) continue ;; esac
-	if [ -n "$want" ]; then
-		case " $want " in *" $name "*) ;; *) continue ;; esac
-	fi
-	event=$(trim "$event") trig=$(trim "$trig") ops=$(trim "$ops") min=$(trim "$min")
-	if [ -n "$min" ] && older "$(uname -r)" "$min"; then
-		echo "=== SKIP $name needs kernel $min"
-		continue
-	fi
-	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
-	echo "=== CASE $name uptime=$(up)"
-	dir=$T/events/${event%%:*}/${event#*:}
-
+# hist_case: the trigger through the kernel's tracefs, then through gtrace.
+hist_case() {
 	# The kernel: the trigger, the workload, the hist file.
 	: >/tmp/k.out
 	echo >$T/error_log 2>/dev/null
@@ -80,6 +67,52 @@ while IFS='|' read -r name event trig ops min; do
 	echo "=== GTRACE-TIME uptime=$(up)"
 	emit GTRACE $grc /tmp/g.out
 	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
+# record_case: the events recorded by trace-cmd and by gtrace record, both
+# printed by trace-cmd report (KERNEL, GTRACE); and trace-cmd's recording
+# printed by gtrace report (REPORT), which must equal KERNEL.
+record_case() {
+	filter=$(trim "${trig#record}")
+	: >/tmp/k.out
+	# shellcheck disable=SC2086 # ops are words
+	trace-cmd record -q -e "$event" -f "$filter" -o /tmp/k.dat vmload -pid $PID $ops >/tmp/k.err 2>&1 &&
+		trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
+	krc=$?
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+	: >/tmp/g.out
+	# shellcheck disable=SC2086 # ops are words
+	gtrace record -e "$event" -f "$filter" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1 &&
+		trace-cmd report /tmp/g.dat >/tmp/g.out 2>>/tmp/g.err
+	grc=$?
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
+	emit REPORT $? /tmp/r.out
+	emit REPORT-STDERR 0 /tmp/r.err
+	rm -f /tmp/k.dat /tmp/g.dat
+}
+
+while IFS='|' read -r name event trig ops min; do
+	name=$(trim "$name")
+	case $name in '' | '#'*) continue ;; esac
+	if [ -n "$want" ]; then
+		case " $want " in *" $name "*) ;; *) continue ;; esac
+	fi
+	event=$(trim "$event") trig=$(trim "$trig") ops=$(trim "$ops") min=$(trim "$min")
+	if [ -n "$min" ] && older "$(uname -r)" "$min"; then
+		echo "=== SKIP $name needs kernel $min"
+		continue
+	fi
+	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
+	kind=hist
+	case $trig in record*) kind=record ;; esac
+	echo "=== CASE $name uptime=$(up) kind=$kind"
+	dir=$T/events/${event%%:*}/${event#*:}
+	${kind}_case
 	echo "=== END $name uptime=$(up)"
 done </cases
 

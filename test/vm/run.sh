@@ -32,6 +32,7 @@ took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v trace-cmd >/dev/null || need+=(trace-cmd)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "run.sh: installing ${need[*]}" >&2
 	apt-get update -qq
@@ -64,13 +65,23 @@ if [ ! -s "$kdir/vmlinuz" ]; then
 	echo "run.sh: fetched $pkg ($(took "$t"))" >&2
 fi
 
-# The image: busybox, gtrace, vmload, /init and the cases.
+# The image: busybox, gtrace, vmload, trace-cmd and its libraries and
+# plugins, /init and the cases.
 t=$(now)
 b=$cache/build
 rm -rf "$b/root"
 mkdir -p "$b/root"/{bin,proc,sys,dev,tmp}
 (cd "$root" && CGO_ENABLED=0 go build -o "$b/root/bin/gtrace" . && CGO_ENABLED=0 go build -o "$b/root/bin/vmload" ./test/vm/vmload)
 cp /bin/busybox "$b/root/bin/busybox"
+tc=$(command -v trace-cmd)
+for f in "$tc" $(ldd "$tc" | grep -o '/[^ ]*'); do
+	mkdir -p "$b/root$(dirname "$f")"
+	cp -L "$f" "$b/root$f"
+done
+for d in /usr/lib/x86_64-linux-gnu/traceevent /usr/lib/x86_64-linux-gnu/trace-cmd; do
+	[ ! -d "$d" ] || { mkdir -p "$b/root$d" && cp -rL "$d/." "$b/root$d/"; }
+done
+ln -sf "$tc" "$b/root/bin/trace-cmd"
 cp "$here/init.sh" "$b/root/init"
 cp "$here/cases" "$b/root/cases"
 chmod 755 "$b/root/init"

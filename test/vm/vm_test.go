@@ -80,11 +80,27 @@ func check(t *testing.T, c *Case) {
 		t.Fatalf("the log ends inside the case")
 	}
 	t.Logf("%.1f s (kernel %.1f s, gtrace %.1f s)", c.End-c.Start, c.Mid-c.Start, c.End-c.Mid)
-	if c.Kernel.RC != 0 || !strings.Contains(c.Kernel.Stdout, "\nTotals:\n") {
+	if c.Kernel.RC != 0 {
 		t.Fatalf("the kernel's side failed (status %d): %s\n%s", c.Kernel.RC, c.Kernel.Stderr, c.Kernel.Stdout)
 	}
 	if c.Gtrace.RC != 0 {
 		t.Fatalf("gtrace failed (status %d): %s", c.Gtrace.RC, c.Gtrace.Stderr)
+	}
+	if c.Kind == "record" {
+		if err := CompareRecord(c.Kernel.Stdout, c.Gtrace.Stdout); err != nil {
+			t.Errorf("trace-cmd report of gtrace's recording differs from that of trace-cmd's: %v", err)
+		}
+		if c.Report.RC != 0 {
+			t.Fatalf("gtrace report of trace-cmd's recording failed (status %d): %s", c.Report.RC, c.Report.Stderr)
+		}
+		if c.Report.Stdout != c.Kernel.Stdout {
+			t.Errorf("gtrace report of trace-cmd's recording differs from trace-cmd report: %s",
+				firstDiff(strings.Split(c.Report.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")))
+		}
+		return
+	}
+	if !strings.Contains(c.Kernel.Stdout, "\nTotals:\n") {
+		t.Fatalf("the kernel printed no hist:\n%s", c.Kernel.Stdout)
 	}
 	err := CompareHist(c.Kernel.Stdout, c.Gtrace.Stdout)
 	if strings.HasPrefix(c.Name, "selftest-") {
