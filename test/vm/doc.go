@@ -5,26 +5,33 @@
 // outputs.
 //
 // run.sh fetches the kernel (apt-get download, unpacked into a cache, never
-// installed), builds an initramfs of busybox, gtrace, vmload, init.sh and
-// the cases, boots it and writes the serial console to a log. The guest
-// prints each case between markers, its outputs base64-encoded:
+// installed), builds an initramfs of busybox, gtrace, vmload, trace-cmd,
+// init.sh and the cases, boots it and writes the serial console to a log.
+// The guest prints each case between markers, its outputs base64-encoded:
 //
 //	=== BOOT uptime=6.02 kernel=6.1.0-56-amd64
-//	=== CASE headline uptime=6.10
+//	=== PLAN raw_syscalls:sys_enter # on raw tracepoint sys_enter: ...
+//	=== CASE headline uptime=6.10 kind=hist
 //	=== KERNEL-TIME uptime=6.90
 //	=== KERNEL rc=0
 //	(base64 of the kernel's hist file)
 //	=== .
 //	=== KERNEL-STDERR rc=0
 //	...
+//	=== GTRACE-TIME uptime=9.20
 //	=== GTRACE rc=0
 //	...
 //	=== GTRACE-STDERR rc=0
 //	...
 //	=== END headline uptime=9.30
+//	=== SKIP percent needs kernel 6.2
 //	=== DONE uptime=12.00
 //
-// ParseConsole reads such a log and CompareHist compares the two outputs of
-// a case. The test TestKernelOracle runs it all; it is skipped unless
+// A record case (kind=record) prints trace-cmd report of trace-cmd's
+// recording as KERNEL, of gtrace's as GTRACE, and gtrace report of
+// trace-cmd's recording as REPORT.
+//
+// ParseConsole reads such a log; CompareHist and CompareRecord compare the
+// outputs of a case. The test TestKernelOracle runs it all; it is skipped unless
 // GTRACE_VM is set (see docs/testing.md).
 package vm

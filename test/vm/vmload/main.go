@@ -106,7 +106,6 @@ type op struct {
 	nr             uintptr // system call number
 	from, to, step uintptr // lseek offsets, or 0, n, 1
 	addr           uintptr // write-sym: the address
-	fd             bool    // the call takes the /dev/null fd
 }
 
 func run(ops []string) error {
