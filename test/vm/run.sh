@@ -7,7 +7,8 @@
 # apt sources have) or a package name (linux-image-6.1.0-56-amd64); 6.1 by
 # default. CASE names cases of test/vm/cases (all by default). The console
 # goes to LOG; test/vm's Go test parses and compares it.
-# Installs qemu-system-x86 and busybox-static with apt-get when missing.
+# Installs qemu-system-x86, busybox-static and trace-cmd with apt-get when
+# missing.
 # Caches the kernels and images in ${XDG_CACHE_HOME:-$HOME/.cache}/gtrace-vm
 # (GTRACE_VM_CACHE); the image is rebuilt only when its inputs change.
 set -euo pipefail

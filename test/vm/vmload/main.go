@@ -19,8 +19,9 @@
 //
 // With -pid N the calls are made by a child process whose process id is N:
 // vmload sets /proc/sys/kernel/ns_last_pid to N-1 before it starts the
-// child (retrying when another process took the id first), so that keys and
-// filters on common_pid are the same from run to run. All calls are made
+// child (retrying when another process took the id first, and exiting 75
+// when the id stays taken), so that keys and filters on common_pid are the
+// same from run to run. All calls are made
 // on the process's main thread, whose thread id (common_pid) is its pid.
 package main
 
@@ -57,6 +58,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vmload:", err)
+		if errors.Is(err, errPIDTaken) {
+			os.Exit(75) // EX_TEMPFAIL: init.sh runs the side again
+		}
 		os.Exit(1)
 	}
 }
@@ -66,14 +70,21 @@ func launch(pid int, ops []string) error {
 	if _, err := parseOps(ops); err != nil {
 		return err
 	}
+	last, err := os.OpenFile("/proc/sys/kernel/ns_last_pid", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer last.Close()
 	for try := 0; try < 50; try++ {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
-			return err
-		}
 		c := exec.Command(os.Args[0], append([]string{"-work"}, ops...)...)
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		in, err := c.StdinPipe()
 		if err != nil {
+			return err
+		}
+		// As close to the fork as can be: a thread another process starts
+		// in between takes the id.
+		if _, err := last.WriteAt([]byte(strconv.Itoa(pid-1)), 0); err != nil {
 			return err
 		}
 		if err := c.Start(); err != nil {
@@ -91,8 +102,12 @@ func launch(pid int, ops []string) error {
 		in.Close()
 		return c.Wait()
 	}
-	return fmt.Errorf("could not start a child with pid %d", pid)
+	return fmt.Errorf("could not start a child with pid %d: %w", pid, errPIDTaken)
 }
+
+// errPIDTaken: another task holds the pid (a thread of the tracer, started
+// just after ns_last_pid was written); the caller may run again.
+var errPIDTaken = errors.New("taken")
 
 func worker(ops []string) error {
 	var b [1]byte
