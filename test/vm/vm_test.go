@@ -1,0 +1,116 @@
+package vm
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestKernelOracle boots the kernels named by GTRACE_VM in QEMU ("1": all
+// of them; or a comma-separated list of series or packages, like "6.12")
+// and runs the cases named by GTRACE_VM_CASES (all by default) in each.
+// It takes minutes: run it with -timeout 30m.
+func TestKernelOracle(t *testing.T) {
+	env := os.Getenv("GTRACE_VM")
+	if env == "" || env == "0" {
+		t.Skip("boots kernels in QEMU for minutes: set GTRACE_VM=1 (or GTRACE_VM=6.1,6.12) to run it")
+	}
+	kernels := []string{"6.1", "6.12"}
+	if env != "1" {
+		kernels = strings.Split(env, ",")
+	}
+	for _, k := range kernels {
+		t.Run(k, func(t *testing.T) { oracle(t, k, os.Getenv("GTRACE_VM_CASES")) })
+	}
+}
+
+func oracle(t *testing.T, kernel, cases string) {
+	// Kept after the test, to read when a case fails.
+	log := filepath.Join(os.TempDir(), "gtrace-vm-"+kernel+".log")
+	args := []string{"run.sh", "-k", kernel, "-l", log}
+	if cases != "" {
+		args = append(args, "-c", cases)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", args...)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		t.Log(line)
+	}
+	if err != nil {
+		t.Fatalf("run.sh %s: %v", strings.Join(args[1:], " "), err)
+	}
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	con, err := ParseConsole(f)
+	if err != nil {
+		t.Fatalf("ParseConsole: %v", err)
+	}
+	for _, p := range con.Plans {
+		t.Logf("gtrace's plan on %s: %s", con.Release, p)
+	}
+	if !con.Done {
+		t.Errorf("the guest did not run every case")
+	}
+	ran := map[string]bool{}
+	for _, c := range con.Cases {
+		ran[c.Name] = true
+		t.Run(c.Name, func(t *testing.T) { check(t, c) })
+	}
+	for _, name := range strings.Split(cases, ",") {
+		if name != "" && !ran[name] {
+			t.Errorf("case %s did not run (not in the file cases?)", name)
+		}
+	}
+}
+
+// check compares one case; a case named selftest-* must differ.
+func check(t *testing.T, c *Case) {
+	if c.Skip != "" {
+		t.Skip(c.Skip)
+	}
+	if c.Partial {
+		t.Fatalf("the log ends inside the case")
+	}
+	t.Logf("%.1f s (kernel %.1f s, gtrace %.1f s)", c.End-c.Start, c.Mid-c.Start, c.End-c.Mid)
+	if c.Kernel.RC != 0 {
+		t.Fatalf("the kernel's side failed (status %d): %s\n%s", c.Kernel.RC, c.Kernel.Stderr, c.Kernel.Stdout)
+	}
+	if c.Gtrace.RC != 0 {
+		t.Fatalf("gtrace failed (status %d): %s", c.Gtrace.RC, c.Gtrace.Stderr)
+	}
+	if c.Kind == "record" {
+		if err := CompareRecord(c.Kernel.Stdout, c.Gtrace.Stdout); err != nil {
+			t.Errorf("trace-cmd report of gtrace's recording differs from that of trace-cmd's: %v", err)
+		}
+		if c.Report.RC != 0 {
+			t.Fatalf("gtrace report of trace-cmd's recording failed (status %d): %s", c.Report.RC, c.Report.Stderr)
+		}
+		if c.Report.Stdout != c.Kernel.Stdout {
+			t.Errorf("gtrace report of trace-cmd's recording differs from trace-cmd report: %s",
+				firstDiff(strings.Split(c.Report.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")))
+		}
+		return
+	}
+	if !strings.Contains(c.Kernel.Stdout, "\nTotals:\n") {
+		t.Fatalf("the kernel printed no hist:\n%s", c.Kernel.Stdout)
+	}
+	err := CompareHist(c.Kernel.Stdout, c.Gtrace.Stdout)
+	if strings.HasPrefix(c.Name, "selftest-") {
+		if err == nil {
+			t.Fatalf("gtrace's output was made wrong on purpose, but CompareHist found no difference:\n%s", c.Gtrace.Stdout)
+		}
+		t.Logf("CompareHist found the wrong byte, as it must: %v", err)
+		return
+	}
+	if err != nil {
+		t.Errorf("gtrace's hist differs from the kernel's: %v\n--- kernel:\n%s--- gtrace:\n%s", err, c.Kernel.Stdout, c.Gtrace.Stdout)
+	}
+}
