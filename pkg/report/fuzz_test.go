@@ -1,9 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/binary"
+	"os"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
@@ -55,6 +58,45 @@ func FuzzRecord(f *testing.F) {
 			// The text, its cut mark, and what goes before it.
 			if bound := textLimit(len(rec)) + len(tooBig) + 200; len(line) > bound {
 				t.Fatalf("line of %d bytes for a record of %d, want at most %d", len(line), len(rec), bound)
+			}
+		}
+	})
+}
+
+// FuzzText damages the helpers test's file (every print fmt feature and
+// plugin, kallsyms, printk formats, saved task names) as edits say
+// (testutil.Damage), cuts it at cut, and prints what Read makes of it,
+// plain or raw. Properties: no panic; every line within its event's limit
+// (records fit in a page, so textLimit of the page size bounds them).
+func FuzzText(f *testing.F) {
+	data, err := os.ReadFile(helperFile(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint32(0), []byte{}, false)
+	f.Add(uint32(len(data)-100), []byte{}, true)
+	f.Add(uint32(0), []byte{0x40, 0, 2, 0xff, 0x10, 1, 1, 0x80}, false)
+	f.Fuzz(func(t *testing.T, cut uint32, edits []byte, raw bool) {
+		d := testutil.Damage(data, edits)
+		if cut > 0 && int64(cut) < int64(len(d)) {
+			d = d[:cut]
+		}
+		file, err := tracedat.Read(bytes.NewReader(d), int64(len(d)))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		Text(&out, file, Options{Raw: raw})
+		bound := 0
+		for _, b := range file.Buffers {
+			bound = max(bound, textLimit(b.PageSize))
+		}
+		// The text, its cut mark, and what goes before it (an event's
+		// name comes from its format, which damage may lengthen).
+		bound += len(tooBig) + 8192
+		for line := range bytes.Lines(out.Bytes()) {
+			if len(line) > bound {
+				t.Fatalf("line of %d bytes, want at most %d: %.200q", len(line), bound, line)
 			}
 		}
 	})

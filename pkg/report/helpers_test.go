@@ -80,7 +80,7 @@ var pluginEvents = []string{
 }
 
 // helperFile builds the helpers test file.
-func helperFile(t *testing.T) string {
+func helperFile(t testing.TB) string {
 	t.Helper()
 	all := openDat(t, filepath.Join("testdata", "captured", "all2.dat"))
 	byName := map[string]*tracedat.Event{}

@@ -60,7 +60,7 @@ func TestLimits(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, fm := limitPrinter(t, 5000+i, tt.fields, tt.printFmt)
+			p, fm := limitPrinter(t, "limit", 5000+i, tt.fields, tt.printFmt)
 			rec := recordOf(t, fm, 1, tt.vals)
 			for _, raw := range []bool{false, true} {
 				p.raw = raw
@@ -88,6 +88,39 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// TestLimitsPlugins prints records that ask plugins for huge output.
+func TestLimitsPlugins(t *testing.T) {
+	kallsyms := fmt.Sprintf("ffffffff81000000 T %s\n", strings.Repeat("f", 1<<20))
+	tests := []struct {
+		name   string
+		fields []tfield
+		vals   map[string]any
+		want   string // what the plugin prints
+	}{
+		// The kernel's len is 8 bits; a crafted format's may be 32.
+		{"kvm:kvm_emulate_insn", []tfield{{"__u64 rip", 8, false}, {"__u32 csbase", 4, false}, {"__u32 len", 4, false},
+			{"__u8 insn[15]", 15, false}, {"__u8 flags", 1, false}, {"__u8 failed", 1, false}},
+			map[string]any{"len": 0x7fffffff}, "0:0: 00 00 00"},
+		// Every frame names a symbol of 1 MiB.
+		{"ftrace:kernel_stack", []tfield{{"int size", 4, true}, {"unsigned long caller[8]", 64, false}},
+			map[string]any{"caller": le64(0xffffffff81000000, 0xffffffff81000001, 0xffffffff81000002, 0xffffffff81000003)}, "<stack trace >\n=> fff"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, fm := limitPrinter(t, tt.name, 5100+i, tt.fields, `""`)
+			p.kallsyms = kallsyms
+			rec := recordOf(t, fm, 1, tt.vals)
+			line := p.line(nil, &tracedat.Record{CPU: 0, TS: 1, Data: rec}, p.eventFor(fm.ID))
+			if !strings.Contains(string(line), tt.want) {
+				t.Fatalf("line %.100q does not hold %q", line, tt.want)
+			}
+			if limit := textLimit(len(rec)) + len(tooBig) + 100; len(line) > limit || !strings.HasSuffix(string(line), tooBig+"\n") {
+				t.Errorf("line of %d bytes ending %q, want at most %d ending %q", len(line), line[max(0, len(line)-20):], limit, tooBig)
+			}
+		})
+	}
+}
+
 // flags returns the flag table of n bits for __print_flags.
 func flags(n int) string {
 	var b strings.Builder
@@ -100,16 +133,21 @@ func flags(n int) string {
 	return b.String()
 }
 
-// limitPrinter returns a printer that knows one event of the given
-// fields and print fmt, and its format.
-func limitPrinter(t testing.TB, id int, fields []tfield, printFmt string) (*printer, *parse.Format) {
+// limitPrinter returns a printer that knows one event ("name" of system
+// gtrace, or "system:name") of the given fields and print fmt, and its
+// format.
+func limitPrinter(t testing.TB, name string, id int, fields []tfield, printFmt string) (*printer, *parse.Format) {
 	t.Helper()
-	text := formatText("limit", id, fields, printFmt)
-	fm, err := parse.ParseFormat("limit", text)
+	system, name, ok := strings.Cut(name, ":")
+	if !ok {
+		system, name = "gtrace", system
+	}
+	text := formatText(name, id, fields, printFmt)
+	fm, err := parse.ParseFormat(name, text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm.System = "gtrace"
+	fm.System = system
 	p := newPrinter(PrinterOptions{LongSize: 8, Formats: map[int]EventFormat{fm.ID: {Format: fm, Text: text}}})
 	return p, fm
 }
@@ -178,7 +216,7 @@ func cutLike(got, want []byte) []byte {
 func BenchmarkHugeWidth(b *testing.B) {
 	fields := []tfield{{"int w", 4, true}}
 	pf := `"` + strings.Repeat("%*s", 100) + `"` + strings.Repeat(", REC->w, \"x\"", 100)
-	p, fm := limitPrinter(b, 6000, fields, pf)
+	p, fm := limitPrinter(b, "limit", 6000, fields, pf)
 	rec := recordOf(b, fm, 1, map[string]any{"w": 0x7fffffff})
 	var line []byte
 	for b.Loop() {
@@ -202,7 +240,7 @@ func BenchmarkRawManyFields(b *testing.B) {
 		fmt.Fprintf(&args, ", REC->f%d", (n-2-i+n)%n)
 	}
 	pf.WriteString(`"`)
-	p, fm := limitPrinter(b, 6001, fields, pf.String()+args.String())
+	p, fm := limitPrinter(b, "limit", 6001, fields, pf.String()+args.String())
 	p.raw = true
 	rec := recordOf(b, fm, 1, nil)
 	line := p.line(nil, &tracedat.Record{Data: rec}, p.eventFor(fm.ID)) // compiles the event

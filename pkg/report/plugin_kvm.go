@@ -151,6 +151,9 @@ func kvmEmulateInsn(p *printer, b []byte, r *rec) ([]byte, bool) {
 		return append(b, "<CANT FIND FIELD insn>"...), true
 	}
 	if n := int32(v[2]); n > 0 {
+		// A crafted format may give len more than 8 bits: past the room
+		// left the event is cut anyway.
+		n = min(n, int32(min(p.room(b), 1<<30)/3+1))
 		insn := overread(r.data, f.offset)
 		p.insn = p.insn[:0]
 		for i := 0; i < int(n); i++ {

@@ -457,7 +457,7 @@ func kernelStack(p *printer, b []byte, r *rec) ([]byte, bool) {
 		return append(b, "<CANT FIND FIELD caller>"...), false
 	}
 	b = append(b, "<stack trace >\n"...)
-	for off := f.offset; off < len(r.data); off += p.longSize {
+	for off := f.offset; off < len(r.data) && !p.full(b); off += p.longSize {
 		addr := p.readNum(r.data, off, p.longSize)
 		if (p.longSize == 8 && addr == ^uint64(0)) || uint32(addr) == ^uint32(0) {
 			break

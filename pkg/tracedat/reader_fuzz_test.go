@@ -5,19 +5,17 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
 )
 
-// FuzzRead damages a small valid file (a v6 or v7 file built by the tests:
-// plain, zstd, big-endian, several instances) at the offsets edits name,
-// cuts it at cut, gives it to Read and reads every record of every
-// instance; with base past the built files it reads edits as the file
-// itself. Properties: no panic; (f == nil) == (err != nil); every error
+// FuzzRead damages a small valid file (a v6 or v7 file built by the
+// tests: plain, zstd, big-endian, several instances) as edits say
+// (testutil.Damage), cuts it at cut, gives it to Read and reads every
+// record of every instance; with base past the built files it reads edits
+// as the file itself. Properties: no panic; (f == nil) == (err != nil); every error
 // locates the problem (a file offset) unless it is about the file as a
 // whole; records fit in a page.
-//
-// The fuzzed values stay small however large the file: go test minimizes
-// every input that finds new code, in time quadratic in its size, and
-// fuzzes nothing meanwhile.
 func FuzzRead(f *testing.F) {
 	bases := fuzzBases(f)
 	f.Add(uint8(0), uint32(0), []byte{})
@@ -30,7 +28,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, base uint8, cut uint32, edits []byte) {
 		var data []byte
 		if int(base) < len(bases) {
-			data = damage(bases[base], edits)
+			data = testutil.Damage(bases[base], edits)
 		} else {
 			data = edits
 		}
@@ -82,34 +80,6 @@ func fuzzBases(f *testing.F) [][]byte {
 		tf.pageSize = 256
 		mod(tf)
 		out = append(out, tf.build(f))
-	}
-	return out
-}
-
-// damage returns a copy of data changed by edits, four bytes an edit: a
-// little-endian offset (modulo the size), an operation and a value. The
-// operations set the byte, add to it, or write a 4- or 8-byte value there
-// that sizes and offsets often trip on.
-func damage(data, edits []byte) []byte {
-	out := bytes.Clone(data)
-	if len(out) == 0 {
-		return out
-	}
-	interesting := []uint64{0, 1, 0x7f, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff, 1 << 32, 1<<63 - 1, 1 << 63, ^uint64(0)}
-	for ; len(edits) >= 4; edits = edits[4:] {
-		at := int(binary.LittleEndian.Uint16(edits)) % len(out)
-		op, v := edits[2], edits[3]
-		switch op % 4 {
-		case 0:
-			out[at] = v
-		case 1:
-			out[at] += v
-		case 2, 3:
-			n := 4 << (op % 4 / 3)
-			var word [8]byte
-			binary.LittleEndian.PutUint64(word[:], interesting[int(v)%len(interesting)])
-			copy(out[at:], word[:n])
-		}
 	}
 	return out
 }
