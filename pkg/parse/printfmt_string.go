@@ -62,9 +62,20 @@ func (a *PrintOp) String() string {
 		return "(" + argString(a.L) + "[" + argString(a.R) + "])"
 	}
 	if a.L == nil {
-		return "(" + a.Op + " " + argString(a.R) + ")"
+		return "(" + a.prefixChain() + ")"
 	}
 	return "(" + argString(a.L) + " " + a.Op + " " + argString(a.R) + ")"
+}
+
+// prefixChain prints a prefix operator and its operand, a chain of prefix
+// operators without parentheses between them ("! ! x", as it was
+// written): parenthesised one by one, a chain that parsed would nest too
+// deeply to parse again.
+func (a *PrintOp) prefixChain() string {
+	if r, ok := a.R.(*PrintOp); ok && r.L == nil && r.Op != "?" && r.Op != "[" {
+		return a.Op + " " + r.prefixChain()
+	}
+	return a.Op + " " + argString(a.R)
 }
 
 // String implements PrintArg.

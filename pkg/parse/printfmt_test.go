@@ -51,7 +51,7 @@ func TestParsePrintFmt(t *testing.T) {
 		{"dynamic array index", `"%d", __get_dynamic_array(v)[2]`, `"%d", (__get_dynamic_array(v)[2])`},
 		{"sizeof", `"%d %d %d %d %d", sizeof(int), sizeof(unsigned), sizeof(unsigned long), sizeof(long long), sizeof(REC->x)`,
 			`"%d %d %d %d %d", sizeof(int), sizeof(int), sizeof(long), sizeof(long long), sizeof(REC->x)`},
-		{"builtin expect", `"%d", __builtin_expect(!!(REC->x), 0)`, `"%d", (! (! REC->x))`},
+		{"builtin expect", `"%d", __builtin_expect(!!(REC->x), 0)`, `"%d", (! ! REC->x)`},
 		{"plugin function", `"%s %lu", jbd2_dev_to_name(REC->dev), jiffies_to_msecs(REC->t)`,
 			`"%s %lu", jbd2_dev_to_name(REC->dev), jiffies_to_msecs(REC->t)`},
 		{"function of no arguments", `"%d", f()`, `"%d", f()`},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
 	"testing"
@@ -86,7 +87,7 @@ func FuzzText(f *testing.F) {
 			return
 		}
 		var out bytes.Buffer
-		Text(&out, file, Options{Raw: raw})
+		Text(context.Background(), &out, file, Options{Raw: raw})
 		bound := 0
 		for _, b := range file.Buffers {
 			bound = max(bound, textLimit(b.PageSize))
