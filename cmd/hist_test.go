@@ -122,10 +122,14 @@ func TestHistDryRun(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	// Where the kernel has BTF, sys_enter's hist runs on its raw
-	// tracepoint (pkg/bpfgen/direct.go).
-	prog := "gtrace_hist (TracePoint, "
-	if probe.HaveKernelBTF() && runtime.GOARCH == "amd64" {
+	// tracepoint (pkg/bpfgen/direct.go); without, the plan says why not.
+	prog := "# on classic tracepoint raw_syscalls:sys_enter\ngtrace_hist (TracePoint, "
+	switch {
+	case runtime.GOARCH != "amd64":
+	case probe.HaveKernelBTF():
 		prog = "# on raw tracepoint sys_enter: the record is built from its arguments\ngtrace_hist (Tracing, "
+	default:
+		prog = "# on classic tracepoint raw_syscalls:sys_enter: no kernel BTF (/sys/kernel/btf/vmlinux) for raw tracepoint sys_enter\ngtrace_hist (TracePoint, "
 	}
 	for _, want := range []string{
 		"# trigger info: hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=2048 if id == 39 [active]\n",

@@ -152,8 +152,14 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 func (j *LiveJob) Describe(w io.Writer) error {
 	for _, c := range j.compiled {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.info, c.Plan)
-		if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {
+		switch tp := bpfgen.HistTracepoint(c.Layout); {
+		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
+		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":
+			fmt.Fprintf(w, "# on classic tracepoint %s: no kernel BTF (/sys/kernel/btf/vmlinux) for raw tracepoint %s\n",
+				c.Format.FullName(), bpfgen.DirectTracepoint(c.Format))
+		default:
+			fmt.Fprintf(w, "# on classic tracepoint %s\n", c.Format.FullName())
 		}
 		if _, err := fmt.Fprintf(w, "%s\n", c.Program.Listing()); err != nil {
 			return err

@@ -75,6 +75,10 @@ type Plan struct {
 	// by several events, puts every event on a program of its own on its
 	// classic tracepoint: for kernels that refuse the first.
 	Fallback *bpfgen.Program
+	// NoBTF says that some events would be recorded on raw tracepoints
+	// but the kernel has no BTF, so that every event is on its classic
+	// tracepoint.
+	NoBTF bool
 	// Warnings are legal filter constructs that are probably mistakes.
 	Warnings []*parse.Error
 }
@@ -168,6 +172,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		spec.Shared = true
 		if needDirect(p.Events) {
 			spec.Direct = probe.DirectOptions()
+			p.NoBTF = spec.Direct == nil
 		}
 	}
 	for _, pid := range o.PIDs {
@@ -241,6 +246,9 @@ func loadEvent(fs *tracefs.FS, e tracefs.Event) (*Event, error) {
 // Describe prints the plan and the generated programs, for --dry-run.
 func (p *Plan) Describe(w io.Writer) error {
 	var b strings.Builder
+	if p.NoBTF {
+		b.WriteString("# on classic tracepoints: no kernel BTF (/sys/kernel/btf/vmlinux) for raw tracepoints\n")
+	}
 	for i, ev := range p.Events {
 		fmt.Fprintf(&b, "# %s: %s (ID %d), ", p.Program.Recorders[i].Prog, ev.Format.FullName(), ev.Format.ID)
 		if ev.Dynamic {

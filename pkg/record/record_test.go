@@ -166,6 +166,9 @@ func TestNewPlanDirect(t *testing.T) {
 	if p.direct() != want {
 		t.Fatalf("direct() = %v, want %v (kernel BTF and amd64)", p.direct(), want)
 	}
+	if noBTF := !probe.HaveKernelBTF() && runtime.GOARCH == "amd64"; p.NoBTF != noBTF {
+		t.Errorf("NoBTF = %v, want %v", p.NoBTF, noBTF)
+	}
 	describe := func() string {
 		var b strings.Builder
 		if err := p.Describe(&b); err != nil {
@@ -200,7 +203,7 @@ func TestNewPlanDirect(t *testing.T) {
 	if p.direct() {
 		t.Error("direct() after classic()")
 	}
-	if out := describe(); strings.Contains(out, "raw tracepoint") || !strings.Contains(out, "gtrace_rec0 (TracePoint, ") {
+	if out := describe(); strings.Contains(out, "on raw tracepoint") || !strings.Contains(out, "gtrace_rec0 (TracePoint, ") {
 		t.Errorf("classic plan:\n%s", out)
 	}
 }

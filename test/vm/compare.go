@@ -7,6 +7,30 @@ import (
 	"strings"
 )
 
+// CheckPlan checks what gtrace's --dry-run plan (as init.sh's plan prints
+// it) says of where its programs run. With the kernel's BTF visible, some
+// program must be on a raw tracepoint (tp_btf: a Tracing program); with it
+// hidden, as on a kernel without CONFIG_DEBUG_INFO_BTF, the plan must say
+// so, and every program must be on a classic tracepoint.
+func CheckPlan(plan string, btf bool) error {
+	const noBTF = "no kernel BTF (/sys/kernel/btf/vmlinux)"
+	raw := strings.Contains(plan, " on raw tracepoint ")
+	tracing := strings.Contains(plan, " (Tracing, ")
+	switch {
+	case !strings.Contains(plan, " instructions):"):
+		return fmt.Errorf("the plan names no program")
+	case btf && (!raw || !tracing):
+		return fmt.Errorf("with the kernel's BTF, no program on a raw tracepoint (tp_btf)")
+	case btf && strings.Contains(plan, noBTF):
+		return fmt.Errorf("the kernel's BTF is there, but the plan says %q", noBTF)
+	case !btf && !strings.Contains(plan, noBTF):
+		return fmt.Errorf("without the kernel's BTF, the plan does not say %q", noBTF)
+	case !btf && (raw || tracing):
+		return fmt.Errorf("without the kernel's BTF, a program on a raw tracepoint (tp_btf)")
+	}
+	return nil
+}
+
 // CompareHist compares gtrace's hist text with the kernel's hist file. They
 // must be equal byte for byte, except that entries with equal sort values
 // may come in another order: the kernel's order among them is its hash

@@ -68,7 +68,6 @@ func TestParseConsole(t *testing.T) {
 	log := strings.Join([]string{
 		"[    0.000000] Linux version 6.1.0",
 		"=== BOOT uptime=6.02 kernel=6.1.0-56-amd64",
-		"=== PLAN raw_syscalls:sys_enter # on raw tracepoint sys_enter",
 		"=== CASE headline uptime=6.10 kind=hist",
 		"=== KERNEL-TIME uptime=6.90",
 		"=== KERNEL rc=0",
@@ -86,6 +85,13 @@ func TestParseConsole(t *testing.T) {
 		"=== .",
 		"=== END headline uptime=9.30",
 		"=== SKIP comm needs kernel 6.12",
+		"=== CASE nobtf-plan-hist uptime=9.31 kind=plan",
+		"=== PLAN rc=0",
+		b64(noBTFHist),
+		"=== .",
+		"=== PLAN-STDERR rc=0",
+		"=== .",
+		"=== END nobtf-plan-hist uptime=9.35",
 		"=== CASE cut uptime=9.40",
 		"=== DONE uptime=12.00",
 		"[   12.1] reboot: Power down",
@@ -94,8 +100,7 @@ func TestParseConsole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseConsole: %v", err)
 	}
-	if con.Release != "6.1.0-56-amd64" || con.Boot != 6.02 || !con.Done || con.Finish != 12 || len(con.Cases) != 3 ||
-		len(con.Plans) != 1 || con.Plans[0] != "raw_syscalls:sys_enter # on raw tracepoint sys_enter" {
+	if con.Release != "6.1.0-56-amd64" || con.Boot != 6.02 || !con.Done || con.Finish != 12 || len(con.Cases) != 4 {
 		t.Fatalf("ParseConsole() = %+v", con)
 	}
 	c := con.Cases[0]
@@ -106,8 +111,59 @@ func TestParseConsole(t *testing.T) {
 	if c := con.Cases[1]; c.Name != "comm" || c.Skip != "needs kernel 6.12" {
 		t.Errorf("case 1 = %+v, want skipped", c)
 	}
-	if !con.Cases[2].Partial {
-		t.Errorf("case 2 = %+v, want Partial", con.Cases[2])
+	if c := con.Cases[2]; c.Name != "nobtf-plan-hist" || c.Kind != "plan" || c.Plan != (Output{Stdout: noBTFHist}) {
+		t.Errorf("case 2 = %+v", c)
+	}
+	if !con.Cases[3].Partial {
+		t.Errorf("case 3 = %+v, want Partial", con.Cases[3])
+	}
+}
+
+// Plans as the guest prints them (plan in init.sh).
+const (
+	btfHist = `# trigger info: hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]
+# on raw tracepoint sys_enter: the record is built from its arguments
+gtrace_hist (Tracing, 87 instructions):
+`
+	noBTFHist = `# trigger info: hist:keys=common_pid.execname,id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]
+# on classic tracepoint raw_syscalls:sys_enter: no kernel BTF (/sys/kernel/btf/vmlinux) for raw tracepoint sys_enter
+gtrace_hist (TracePoint, 44 instructions):
+`
+	btfRecord = `# gtrace_rec0: raw_syscalls:sys_enter (ID 443), 64-byte records, built on raw tracepoint sys_enter
+# gtrace_sysenter: syscalls:sys_enter_accept (ID 2232), 40-byte records, with the other syscall events on raw tracepoint sys_enter
+# (and 700 more events of syscalls)
+gtrace_rec0 (Tracing, 150 instructions):
+gtrace_sysenter (Tracing, 400 instructions):
+`
+	noBTFRecord = `# on classic tracepoints: no kernel BTF (/sys/kernel/btf/vmlinux) for raw tracepoints
+# gtrace_rec0: raw_syscalls:sys_enter (ID 443), 64-byte records, sharing its program (cookie 443)
+# gtrace_rec1: syscalls:sys_enter_accept (ID 2232), 40-byte records, sharing its program (cookie 2232)
+# (and 700 more events of syscalls)
+gtrace_rec0 (TracePoint, 90 instructions):
+`
+)
+
+func TestCheckPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name, plan string
+		btf, ok    bool
+	}{
+		{"hist with BTF", btfHist, true, true},
+		{"hist without BTF", noBTFHist, false, true},
+		{"record with BTF", btfRecord, true, true},
+		{"record without BTF", noBTFRecord, false, true},
+		{"hist classic where BTF is", noBTFHist, true, false},
+		{"record classic where BTF is", noBTFRecord, true, false},
+		{"hist raw where BTF is not", btfHist, false, false},
+		{"record raw where BTF is not", btfRecord, false, false},
+		{"a raw program without BTF", strings.Replace(noBTFRecord, "TracePoint", "Tracing", 1), false, false},
+		{"empty", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := CheckPlan(tc.plan, tc.btf); (err == nil) != tc.ok {
+				t.Errorf("CheckPlan(btf %v) = %v, want ok %v", tc.btf, err, tc.ok)
+			}
+		})
 	}
 }
 

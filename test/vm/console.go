@@ -19,10 +19,11 @@ type Output struct {
 // Case is one case's results from the guest.
 type Case struct {
 	Name    string
-	Kind    string // "hist" or "record"
+	Kind    string // "hist", "record" or "plan"
 	Kernel  Output
 	Gtrace  Output
 	Report  Output  // record cases: gtrace report of the kernel side's trace.dat
+	Plan    Output  // plan and nobtf-* cases: gtrace's --dry-run, without the instructions
 	Start   float64 // the guest's uptime in seconds when the case began
 	Mid     float64 // ... when the kernel's side ended
 	End     float64 // ... when the case ended
@@ -32,9 +33,8 @@ type Case struct {
 
 // Console is a parsed console log.
 type Console struct {
-	Release string   // uname -r of the guest
-	Boot    float64  // the guest's uptime when /init began
-	Plans   []string // how gtrace attaches, from --dry-run: "EVENT # on ..."
+	Release string  // uname -r of the guest
+	Boot    float64 // the guest's uptime when /init began
 	Cases   []*Case
 	Done    bool    // the guest ran every case
 	Finish  float64 // the guest's uptime when it had run every case
@@ -92,7 +92,7 @@ func ParseConsole(r io.Reader) (*Console, error) {
 			c = &Case{Name: f[2], Start: up(3), Kind: kv(4), Partial: true}
 			con.Cases = append(con.Cases, c)
 		case "KERNEL-TIME", "KERNEL", "KERNEL-STDERR", "GTRACE-TIME", "GTRACE", "GTRACE-STDERR",
-			"REPORT", "REPORT-STDERR", "END":
+			"REPORT", "REPORT-STDERR", "PLAN", "PLAN-STDERR", "END":
 			if c == nil {
 				return nil, fmt.Errorf("marker %q outside a case", line)
 			}
@@ -109,14 +109,14 @@ func ParseConsole(r io.Reader) (*Console, error) {
 					section = &c.Gtrace
 				case strings.HasPrefix(f[1], "REPORT"):
 					section = &c.Report
+				case strings.HasPrefix(f[1], "PLAN"):
+					section = &c.Plan
 				}
 				stderr = strings.HasSuffix(f[1], "-STDERR")
 				if !stderr {
 					section.RC, _ = strconv.Atoi(kv(2))
 				}
 			}
-		case "PLAN":
-			con.Plans = append(con.Plans, strings.Join(f[2:], " "))
 		case "SKIP":
 			if len(f) < 3 {
 				return nil, fmt.Errorf("bad marker %q", line)

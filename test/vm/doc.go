@@ -10,7 +10,6 @@
 // The guest prints each case between markers, its outputs base64-encoded:
 //
 //	=== BOOT uptime=6.02 kernel=6.1.0-56-amd64
-//	=== PLAN raw_syscalls:sys_enter # on raw tracepoint sys_enter: ...
 //	=== CASE headline uptime=6.10 kind=hist
 //	=== KERNEL-TIME uptime=6.90
 //	=== KERNEL rc=0
@@ -29,9 +28,12 @@
 //
 // A record case (kind=record) prints trace-cmd report of trace-cmd's
 // recording as KERNEL, of gtrace's as GTRACE, and gtrace report of
-// trace-cmd's recording as REPORT.
+// trace-cmd's recording as REPORT. A plan case (kind=plan) prints only
+// gtrace's --dry-run plan, as PLAN; a case named nobtf-* runs with the
+// kernel's BTF hidden, as on a kernel without CONFIG_DEBUG_INFO_BTF, and
+// prints its plan as PLAN before its outputs.
 //
 // ParseConsole reads such a log; CompareHist and CompareRecord compare the
-// outputs of a case. The test TestKernelOracle runs it all; it is skipped unless
+// outputs of a case, and CheckPlan checks where the plan puts the programs. The test TestKernelOracle runs it all; it is skipped unless
 // GTRACE_VM is set (see docs/testing.md).
 package vm

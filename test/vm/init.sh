@@ -24,16 +24,41 @@ emit() { # emit WHAT RC FILE
 }
 
 echo "=== BOOT uptime=$(up) kernel=$(uname -r)"
-# How gtrace attaches on this kernel (its fallbacks say so here).
-for ev in raw_syscalls:sys_enter syscalls:sys_enter_lseek; do
-	gtrace hist -e $ev -k common_pid --dry-run 2>&1 | grep '^# on ' | sed "s/^/=== PLAN $ev /"
-done
 want=$(sed -n 's/.*gtrace\.cases=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
 
 # older A B: whether kernel release A (6.1.0-56-amd64) is older than B (6.12).
 older() {
 	echo "$1 $2" | awk '{ split($1, a, /[.-]/); split($2, b, /[.-]/)
 		exit !(a[1] < b[1] || (a[1] == b[1] && a[2] < b[2])) }'
+}
+
+# plan ARGS: gtrace ARGS --dry-run, which says where each program runs, as
+# PLAN: its comment lines and the names and types of its programs, not
+# their instructions; of the events of syscalls:*, only the first.
+plan() {
+	gtrace "$@" --dry-run >/tmp/p.all 2>/tmp/p.err
+	prc=$?
+	grep -E '^(#|gtrace_[a-z0-9_]* \()' /tmp/p.all | awk '
+		/^# gtrace_[a-z0-9_]*: syscalls:/ { if (n++) next }
+		{ print }
+		END { if (n > 1) printf "# (and %d more events of syscalls)\n", n - 1 }' >/tmp/p.out
+	emit PLAN $prc /tmp/p.out
+	emit PLAN-STDERR 0 /tmp/p.err
+	rm -f /tmp/p.all
+}
+
+# plan_case: TRIGGER is "plan SUBCOMMAND ARGS", run as gtrace SUBCOMMAND
+# -e EVENT... ARGS --dry-run, with an -e for each word of EVENT.
+plan_case() {
+	set -f # syscalls:* is a pattern of gtrace's
+	set -- ${trig#plan}
+	sub=$1
+	shift
+	evs=
+	for e in $event; do evs="$evs -e $e"; done
+	# shellcheck disable=SC2086 # evs are words
+	plan "$sub" $evs "$@"
+	set +f
 }
 
 # hist_case: the trigger through the kernel's tracefs, then through gtrace.
@@ -125,10 +150,20 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
+	case $name in nobtf-*)
+		# A kernel without CONFIG_DEBUG_INFO_BTF: no /sys/kernel/btf/vmlinux.
+		mount -t tmpfs nobtf /sys/kernel/btf
+		case $kind in
+		hist) plan hist -e "$event" "$trig" ;;
+		record) plan record -e "$event" -f "$(trim "${trig#record}")" ;;
+		esac
+		;;
+	esac
 	${kind}_case
+	case $name in nobtf-*) umount /sys/kernel/btf ;; esac
 	echo "=== END $name uptime=$(up)"
 done </cases
 

@@ -117,12 +117,11 @@ echo "run.sh: qemu exited ($(took "$t"), status $rc); console in $log" >&2
 # Times, from the guest's uptime.
 awk '
 	/^=== BOOT / { split($3, u, "="); printf "run.sh: %s: /init started at uptime %.1f s\n", $4, u[2]; last = u[2] }
-	/^=== CASE / { split($4, u, "="); start[$3] = u[2] }
+	/^=== CASE / { split($4, u, "="); start[$3] = k = u[2] }
 	/^=== KERNEL-TIME / { split($3, u, "="); k = u[2] }
 	/^=== END / { split($4, u, "="); n = $3
 		printf "run.sh: case %-24s %.1f s (kernel %.1f s, gtrace %.1f s)\n", n, u[2] - start[n], k - start[n], u[2] - k }
 	/^=== SKIP / { $1 = $2 = ""; printf "run.sh: skip %s\n", substr($0, 3) }
-	/^=== PLAN / { $1 = $2 = ""; printf "run.sh: gtrace plan: %s\n", substr($0, 3) }
 	/^=== DONE / { done = 1 }
 	END { if (!done) { print "run.sh: the guest did not finish"; exit 1 } }
 ' "$log" >&2

@@ -53,9 +53,6 @@ func oracle(t *testing.T, kernel, cases string) {
 	if err != nil {
 		t.Fatalf("ParseConsole: %v", err)
 	}
-	for _, p := range con.Plans {
-		t.Logf("gtrace's plan on %s: %s", con.Release, p)
-	}
 	if !con.Done {
 		t.Errorf("the guest did not run every case")
 	}
@@ -71,13 +68,28 @@ func oracle(t *testing.T, kernel, cases string) {
 	}
 }
 
-// check compares one case; a case named selftest-* must differ.
+// check compares one case; a case named selftest-* must differ. A plan
+// case, and a case named nobtf-*, which ran with the kernel's BTF hidden,
+// check gtrace's plan first.
 func check(t *testing.T, c *Case) {
 	if c.Skip != "" {
 		t.Skip(c.Skip)
 	}
 	if c.Partial {
 		t.Fatalf("the log ends inside the case")
+	}
+	if noBTF := strings.HasPrefix(c.Name, "nobtf-"); noBTF || c.Kind == "plan" {
+		t.Logf("gtrace's plan (BTF %v):\n%s", !noBTF, c.Plan.Stdout)
+		if c.Plan.RC != 0 {
+			t.Fatalf("gtrace --dry-run failed (status %d): %s", c.Plan.RC, c.Plan.Stderr)
+		}
+		if err := CheckPlan(c.Plan.Stdout, !noBTF); err != nil {
+			t.Errorf("gtrace's plan: %v", err)
+		}
+	}
+	if c.Kind == "plan" {
+		t.Logf("%.1f s", c.End-c.Start)
+		return
 	}
 	t.Logf("%.1f s (kernel %.1f s, gtrace %.1f s)", c.End-c.Start, c.Mid-c.Start, c.End-c.Mid)
 	if c.Kernel.RC != 0 {
