@@ -14,9 +14,9 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
-// TestPrivilegedExtractKallsymsCopy checks the way out that extractAll
-// takes when /proc/kallsyms keeps changing size: trace-cmd extract with a
-// copy mounted over it puts the copy in the file (a symbol that only the
+// TestPrivilegedExtractKallsymsCopy checks how the tests run trace-cmd
+// extract while /proc/kallsyms keeps changing size: with a copy mounted
+// over it, trace-cmd puts the copy in the file (a symbol that only the
 // copy has shows in trace-cmd dump), and /proc/kallsyms outside is left
 // alone. It extracts an empty instance of its own, so as to leave the
 // top ring buffer to the other tests.

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/tracefs"
@@ -203,46 +202,30 @@ func traceCmdFiltered(t *testing.T, file, filter string) string {
 
 // extractAll has trace-cmd extract the top instance and all others into
 // file, keeping the instances (extract -a deletes them otherwise).
-//
-// trace-cmd reads /proc/kallsyms twice, once for its size and once to
-// copy it, and fails ("error in size of file '/proc/kallsyms'") when the
-// size changed in between. It changes whenever a BPF program is loaded or
-// freed (each has a bpf_prog_* symbol), which the live tests of the other
-// packages, run in parallel by go test ./..., do all the time. So a failure
-// of that kind is tried again a few times, and then trace-cmd runs in a
-// mount namespace of its own where a copy of /proc/kallsyms, a regular
-// file that does not change, is bind-mounted over it. The reports compared
-// here resolve no kernel addresses, so any copy will do.
 func extractAll(t *testing.T, file string) {
 	t.Helper()
 	traceCmdExtract(t, "-a", "-k", "-o", file)
 }
 
-// traceCmdExtract runs trace-cmd extract with args, again while
-// /proc/kallsyms changes size under it, then with a still copy of it.
+// traceCmdExtract runs trace-cmd extract with args in a mount namespace of
+// its own, where a copy of /proc/kallsyms, a regular file that does not
+// change, is bind-mounted over it.
+//
+// trace-cmd reads /proc/kallsyms twice, once for its size and once to
+// copy it, and fails ("error in size of file '/proc/kallsyms'") when the
+// size changed in between. It changes whenever a BPF program is loaded or
+// freed (each has a bpf_prog_* symbol), which the live tests of the other
+// packages, run in parallel by go test ./..., do all the time. Trying again
+// is no cure: extract consumes the ring buffers as it reads them, so a
+// second try finds them empty. The reports compared here resolve no kernel
+// addresses, so any copy will do.
 func traceCmdExtract(t *testing.T, args ...string) {
 	t.Helper()
-	const tries = 4
-	argv := append([]string{requireTraceCmd(t), "extract"}, args...)
-	for try := 1; ; try++ {
-		stderr, err := runExtract(exec.Command(argv[0], argv[1:]...))
-		if err == nil {
-			return
-		}
-		if !kallsymsChanged(stderr) {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, stderr)
-		}
-		t.Logf("trace-cmd extract, try %d: /proc/kallsyms changed size", try)
-		if try == tries {
-			break
-		}
-		time.Sleep(time.Duration(try) * 200 * time.Millisecond)
-	}
 	kallsyms, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		t.Fatal(err)
 	}
-	extractKallsymsCopy(t, argv, kallsyms)
+	extractKallsymsCopy(t, append([]string{requireTraceCmd(t), "extract"}, args...), kallsyms)
 }
 
 // extractKallsymsCopy runs the trace-cmd command argv with kallsyms in
@@ -258,21 +241,9 @@ func extractKallsymsCopy(t *testing.T, argv []string, kallsyms []byte) {
 	// inside it.
 	c := exec.Command("/bin/sh", append([]string{"-c", `mount --bind "$0" /proc/kallsyms && exec "$@"`, copied}, argv...)...)
 	c.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	if stderr, err := runExtract(c); err != nil {
-		t.Fatalf("%s, with a copy of /proc/kallsyms mounted over it: %v\n%s", strings.Join(argv, " "), err, stderr)
-	}
-}
-
-// runExtract runs a trace-cmd extract command and returns its stderr.
-func runExtract(c *exec.Cmd) (string, error) {
 	var errb bytes.Buffer
 	c.Stderr = &errb
-	err := c.Run()
-	return errb.String(), err
-}
-
-// kallsymsChanged reports whether trace-cmd's stderr says that
-// /proc/kallsyms changed size while it copied it.
-func kallsymsChanged(stderr string) bool {
-	return strings.Contains(stderr, "error in size of file '/proc/kallsyms'")
+	if err := c.Run(); err != nil {
+		t.Fatalf("%s, with a copy of /proc/kallsyms mounted over it: %v\n%s", strings.Join(argv, " "), err, errb.String())
+	}
 }
