@@ -7,7 +7,7 @@ package bpfgen
 //	R6      ctx, the raw record: read only
 //	R9      the caller's bpf_get_current_pid_tgid(): read only (common_pid is its low half)
 //	R0..R5  scratch, clobbered by the helpers called for cpu, comm and strings
-//	R7, R8  scratch: a string's length and a cursor into it
+//	R7, R8  scratch: a string's length (a glob's automaton states) and a cursor into it
 //	stack   only inside the caller's scratch area, for strings
 //
 // Tracepoint context rules shape the code: bytes 0-7 of the record cannot
@@ -136,8 +136,10 @@ func (g *filterGen) checkPred(p *parse.BoundPred) error {
 		return nil
 	}
 	if p.Glob.Kind == parse.GlobFull {
-		return g.errorf(pr.Value.Off, pr.Value.End, "glob %s is not supported by the BPF backend yet", pr.Value.String()).
-			WithHint("the BPF backend matches exact strings and the forms x*, *x and *x*")
+		if msg := globError(p); msg != "" {
+			return g.errorf(pr.Value.Off, pr.Value.End, "%s", msg).
+				WithHint("split the pattern into several predicates joined by &&")
+		}
 	}
 	need := stringScratch(p)
 	if need > int(g.scratch.Size) {
@@ -159,7 +161,10 @@ func isCommonType(p *parse.BoundPred) bool {
 // stringScratch returns the stack bytes a string predicate uses.
 func stringScratch(p *parse.BoundPred) int {
 	n := len(p.Glob.Text)
-	whole := p.Glob.Kind == parse.GlobSuffix || p.Glob.Kind == parse.GlobSubstr
+	whole := p.Glob.Kind == parse.GlobSuffix || p.Glob.Kind == parse.GlobSubstr || p.Glob.Kind == parse.GlobFull
+	if p.Glob.Kind == parse.GlobFull {
+		n = len(compileGlob(p.Glob.Text).tokens)
+	}
 	switch {
 	case p.Operand == parse.OperandComm:
 		return CommLen
@@ -436,10 +441,14 @@ func (g *filterGen) cpus(p *parse.BoundPred, t, f string) predResult {
 // str matches a string. Exact and prefix patterns compare in place (a
 // static array in the record) or after copying just enough of the
 // string; suffix and substring patterns copy the string into the scratch
-// area (as much as fits) and measure it.
+// area (as much as fits) and measure it; full globs copy it and run an
+// automaton over it (filter_glob.go).
 func (g *filterGen) str(p *parse.BoundPred, t, f, fault string) predResult {
 	pat := p.Glob.Text
 	kind := p.Glob.Kind
+	if kind == parse.GlobFull {
+		return g.glob(p, t, f, fault)
+	}
 	whole := kind == parse.GlobSuffix || kind == parse.GlobSubstr
 	off := int(g.scratch.Off)
 	switch {

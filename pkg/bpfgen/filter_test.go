@@ -313,6 +313,95 @@ filter_pass_1:
 miss:
 11: MovImm dst: r0 imm: 1
 12: Exit`,
+	}, {
+		// A full glob copies the array, NUL-terminated, and runs an
+		// automaton over it: R7 bit k is "k tokens matched"; a * keeps
+		// its state (the AndImm); each token sets its bit in R2.
+		`comm ~ "k*r"`,
+		`; comm ~ "k*r"
+0: MovReg dst: r1 src: rfp
+1: AddImm dst: r1 imm: -64
+2: MovImm dst: r2 imm: 17
+3: MovReg dst: r3 src: r6
+4: AddImm dst: r3 imm: 8
+5: Call FnProbeReadKernelStr
+6: JSLTImm dst: r0 off: -1 imm: 1 <miss>
+7: MovImm dst: r7 imm: 1
+8: MovImm dst: r8 imm: 0
+filter_glob_2:
+9: MovReg dst: r1 src: rfp
+10: AddReg dst: r1 src: r8
+11: LdXMemB dst: r0 src: r1 off: -64 imm: 0
+12: JEqImm dst: r0 off: -1 imm: 0 <filter_glob_end_3>
+13: MovReg dst: r2 src: r0
+14: XorImm dst: r2 imm: 107
+15: SubImm dst: r2 imm: 1
+16: RShImm dst: r2 imm: 63
+17: LShImm dst: r2 imm: 1
+18: MovReg dst: r3 src: r0
+19: XorImm dst: r3 imm: 114
+20: SubImm dst: r3 imm: 1
+21: RShImm dst: r3 imm: 63
+22: LShImm dst: r3 imm: 2
+23: OrReg dst: r2 src: r3
+24: MovReg dst: r3 src: r7
+25: LShImm dst: r3 imm: 1
+26: AndReg dst: r3 src: r2
+27: AndImm dst: r7 imm: 2
+28: OrReg dst: r7 src: r3
+29: JEqImm dst: r7 off: -1 imm: 0 <miss>
+30: AddImm dst: r8 imm: 1
+31: JLTImm dst: r8 off: -1 imm: 16 <filter_glob_2>
+filter_glob_end_3:
+32: RShImm dst: r7 imm: 2
+33: JEqImm dst: r7 off: -1 imm: 0 <miss>
+miss:
+34: MovImm dst: r0 imm: 1
+35: Exit`,
+	}, {
+		// The task name; a trailing * stops at the first full match, a
+		// class is tested by sign arithmetic, without branches.
+		`COMM ~ "!?[!a-c]*"`,
+		`; COMM ~ "!?[!a-c]*"
+0: MovReg dst: r1 src: rfp
+1: AddImm dst: r1 imm: -64
+2: MovImm dst: r2 imm: 16
+3: Call FnGetCurrentComm
+4: MovImm dst: r7 imm: 1
+5: MovImm dst: r8 imm: 0
+filter_glob_2:
+6: MovReg dst: r1 src: rfp
+7: AddReg dst: r1 src: r8
+8: LdXMemB dst: r0 src: r1 off: -64 imm: 0
+9: JEqImm dst: r0 off: -1 imm: 0 <filter_glob_end_3>
+10: MovImm dst: r2 imm: 2
+11: MovReg dst: r3 src: r0
+12: SubImm dst: r3 imm: 97
+13: AndImm dst: r3 imm: 511
+14: SubImm dst: r3 imm: 3
+15: RShImm dst: r3 imm: 63
+16: XorImm dst: r3 imm: 1
+17: LShImm dst: r3 imm: 2
+18: OrReg dst: r2 src: r3
+19: MovReg dst: r3 src: r7
+20: LShImm dst: r3 imm: 1
+21: AndReg dst: r3 src: r2
+22: AndImm dst: r7 imm: 4
+23: OrReg dst: r7 src: r3
+24: MovReg dst: r3 src: r7
+25: RShImm dst: r3 imm: 2
+26: JNEImm dst: r3 off: -1 imm: 0 <miss>
+27: JEqImm dst: r7 off: -1 imm: 0 <filter_pass_1>
+28: AddImm dst: r8 imm: 1
+29: JLTImm dst: r8 off: -1 imm: 15 <filter_glob_2>
+filter_glob_end_3:
+30: RShImm dst: r7 imm: 2
+31: JNEImm dst: r7 off: -1 imm: 0 <miss>
+filter_pass_1:
+32: Ja off: -1 <miss>
+miss:
+33: MovImm dst: r0 imm: 1
+34: Exit`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -387,7 +476,8 @@ func TestEmitFilterErrors(t *testing.T) {
 		{"fd == 1 || common_preempt_count > 0", StackArea{}, `field "common_preempt_count" is in the first 8 bytes of the record, which BPF programs cannot read`, 11},
 		{"addr.function == foo", StackArea{}, "function foo has not been looked up in the kernel's symbols", 17},
 		{"mask & CPUS{1}", StackArea{}, "cpumask fields are not supported by the BPF backend yet", 0},
-		{`comm ~ "k*r"`, StackArea{}, `glob "k*r" is not supported by the BPF backend yet`, 7},
+		{`name ~ "*` + strings.Repeat("?", 64) + `"`, StackArea{}, `glob "*` + strings.Repeat("?", 64) + `" matches 64 characters, more than the BPF backend's 63`, 7},
+		{`comm ~ "k*r"`, StackArea{Off: -16, Size: 16}, `comm ~ "k*r" needs 17 bytes of BPF stack, the filter has 16`, 7},
 		{`comm == "x" && COMM == "x"`, StackArea{Off: -8, Size: 8}, `COMM == "x" needs 16 bytes of BPF stack, the filter has 8`, 23},
 		{`comm ~ "*x"`, StackArea{Off: -16, Size: 16}, `comm ~ "*x" needs 17 bytes of BPF stack, the filter has 16`, 7},
 		{`name == "abc"`, StackArea{Off: -4, Size: 4}, `name == "abc" needs 5 bytes of BPF stack, the filter has 4`, 8},
@@ -425,5 +515,54 @@ func TestEmitFilterErrors(t *testing.T) {
 	b := &Builder{}
 	if err := EmitFilter(b, bindTest(t, `name == "x"`), "miss", StackArea{Off: 8, Size: 16}); err == nil {
 		t.Errorf("EmitFilter with scratch above the frame = nil, want an error")
+	}
+}
+
+// TestEmitFilterGlobAlwaysFalse: a glob of more one-byte tokens than an
+// array or the task name holds matches nothing and reads nothing.
+func TestEmitFilterGlobAlwaysFalse(t *testing.T) {
+	for _, src := range []string{`comm ~ "?` + strings.Repeat("[ab]", 16) + `"`, `COMM ~ "` + strings.Repeat("?", 16) + `*"`, `comm ~ "*` + strings.Repeat("x?", 40) + `"`} {
+		want := "; " + src + `
+0: MovImm dst: r0 imm: 0
+1: JEqImm dst: r0 off: -1 imm: 0 <miss>
+miss:
+2: MovImm dst: r0 imm: 1
+3: Exit`
+		if got := listing(t, src, StackArea{Off: -64, Size: 64}); got != want {
+			t.Errorf("EmitFilter(%q) =\n%s\nwant\n%s", src, got, want)
+		}
+	}
+}
+
+// TestCompileGlob checks the token sets and loops of a few patterns.
+func TestCompileGlob(t *testing.T) {
+	set := func(chars string) (s byteSet) {
+		for i := 0; i < len(chars); i++ {
+			s.add(int(chars[i]), int(chars[i]))
+		}
+		return s
+	}
+	var any, notAC byteSet
+	any.add(0, 255)
+	notAC.add(0, 'a'-1)
+	notAC.add('d', 255)
+	tests := []struct {
+		pat    string
+		tokens []byteSet
+		loops  uint64
+	}{
+		{"a*?", []byteSet{set("a"), any}, 0b10},
+		{"*[!a-c]*", []byteSet{notAC}, 0b11},
+		{"[]a-]", []byteSet{set("]a-")}, 0},
+		{`[a\*`, []byteSet{set("["), set("a"), set("*")}, 0},
+		{`[a-`, []byteSet{set("["), set("a"), set("-")}, 0},
+		{`x\`, []byteSet{set("x"), set(`\`)}, 0},
+		{"**a", []byteSet{set("a")}, 0b1},
+	}
+	for _, tt := range tests {
+		g := compileGlob(tt.pat)
+		if fmt.Sprint(g.tokens) != fmt.Sprint(tt.tokens) || g.loops != tt.loops {
+			t.Errorf("compileGlob(%q) = %v, loops %b, want %v, loops %b", tt.pat, g.tokens, g.loops, tt.tokens, tt.loops)
+		}
 	}
 }
