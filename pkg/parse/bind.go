@@ -470,13 +470,17 @@ func (b *binder) bindNumber(p *Pred, bp *BoundPred, what string) (*BoundPred, er
 	default:
 		raw = v.Num
 	}
+	if bits := uint(8 * bp.Size); bits < 64 && (!v.Neg && v.Num>>bits != 0 || v.Neg && v.Num > 1<<(bits-1)) {
+		return nil, b.errorf(v.Off, v.End, "value %s out of range for the %d-byte %s", v.Text, bp.Size, what).
+			WithHint("the kernel would compare it cut to %d bits; give a value the field can hold", bits)
+	}
 	bp.Val = castInt(raw, bp.Size, bp.Signed)
 	if bp.Val != raw {
 		shown := strconv.FormatUint(bp.Val, 10)
 		if bp.Signed {
 			shown = strconv.FormatInt(int64(bp.Val), 10)
 		}
-		b.warnf(v.Off, v.End, "%s does not fit the %d-byte %s: it is compared as %s", v.Text, bp.Size, what, shown)
+		b.warnf(v.Off, v.End, "%s reads as %s in the %d-byte signed %s: it is compared as %s", v.Text, shown, bp.Size, what, shown)
 	}
 	digits := strings.TrimPrefix(v.Text, "-")
 	if len(digits) > 1 && digits[0] == '0' && isDigit(digits[1]) {
