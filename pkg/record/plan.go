@@ -1,6 +1,7 @@
 package record
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -128,6 +129,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 				return nil, err
 			}
 		}
+		var unfit []unfitEvent
 		for _, e := range evs {
 			if e.System == "ftrace" {
 				// ftrace's own events (function, print, ...) have a
@@ -143,13 +145,21 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			}
 			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
 			if expr != nil {
-				if ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); err != nil {
+				var pe *parse.Error
+				switch ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); {
+				case err != nil && ev.Optional && errors.As(err, &pe):
+					// As the kernel's subsystem filter: the filter
+					// applies to the events it fits, the others are
+					// recorded without it, and the warning says so.
+					unfit = append(unfit, unfitEvent{e.String(), pe})
+				case err != nil:
 					return nil, err
+				default:
+					if err = ev.Filter.ResolveFunctions(ksym.KernelFuncRange); err != nil {
+						return nil, err
+					}
+					p.Warnings = append(p.Warnings, ev.Filter.Warnings...)
 				}
-				if err = ev.Filter.ResolveFunctions(ksym.KernelFuncRange); err != nil {
-					return nil, err
-				}
-				p.Warnings = append(p.Warnings, ev.Filter.Warnings...)
 			}
 			if i, ok := index[e]; ok {
 				p.Events[i] = ev
@@ -157,6 +167,12 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			}
 			index[e] = len(p.Events)
 			p.Events = append(p.Events, ev)
+		}
+		if len(unfit) > 0 {
+			if len(unfit) == countTracepoints(evs) {
+				return nil, unfit[0].err
+			}
+			p.Warnings = append(p.Warnings, unfitWarning(es.Pattern, unfit))
 		}
 	}
 
@@ -301,4 +317,39 @@ func cpuList(cpus []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// unfitEvent is an event that a pattern's filter does not fit, and why.
+type unfitEvent struct {
+	name string
+	err  *parse.Error
+}
+
+// unfitWarning is the one warning for the events of pattern that its
+// filter does not fit: the first one's error, with a hint that names them
+// all (the first few) and says what happens to them.
+func unfitWarning(pattern string, unfit []unfitEvent) *parse.Error {
+	w := *unfit[0].err
+	names := make([]string, 0, 4)
+	for i, u := range unfit {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(unfit)-i))
+			break
+		}
+		names = append(names, u.name)
+	}
+	w.Msg = fmt.Sprintf("%s (the filter does not fit %d of the events of %q)", w.Msg, len(unfit), pattern)
+	w.Hint = fmt.Sprintf("recorded without the filter, as the kernel does with a subsystem filter: %s", strings.Join(names, ", "))
+	return &w
+}
+
+// countTracepoints counts the events of evs that record can attach to.
+func countTracepoints(evs []tracefs.Event) int {
+	n := 0
+	for _, e := range evs {
+		if e.System != "ftrace" {
+			n++
+		}
+	}
+	return n
 }

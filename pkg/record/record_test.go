@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,7 +219,7 @@ func TestNewPlanErrors(t *testing.T) {
 		{"no events", Options{}, "nothing to record"},
 		{"unknown event", Options{Events: []EventSpec{{Pattern: "sched:sched_swich"}}}, `unknown event "sched:sched_swich" (did you mean "sched:sched_switch"`},
 		{"bad filter", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter", Filter: "id =="}}}, "-f:"},
-		{"unknown field", Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "prev_pid == 1"}}}, `unknown field "prev_pid"`},
+		{"unknown field", Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "nosuch == 1"}}}, `unknown field "nosuch"`},
 		{"local clock", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, Clock: "local"}, "use mono, boot or tai"},
 		{"bad pid", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, PIDs: []int{0}}, "want a positive pid"},
 		{"huge buffer", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, BufferKB: 1 << 23}, "want 1 to"},
@@ -231,10 +232,33 @@ func TestNewPlanErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := NewPlan(fs, &Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "prev_pid == 1"}}})
+	_, err := NewPlan(fs, &Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "nosuch == 1"}}})
 	var pe *parse.Error
 	if !errors.As(err, &pe) || pe.Name != "-f" {
 		t.Errorf("unknown field: %v, want a *parse.Error on -f", err)
+	}
+}
+
+// TestNewPlanPartialFilter: a filter given to several events applies to
+// those it fits; the others are recorded without it, and one warning
+// names them. A filter that fits none is an error (above).
+func TestNewPlanPartialFilter(t *testing.T) {
+	p, err := NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "prev_pid == 1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sched:sched_process_exec", "sched:sched_switch if prev_pid == 1", "sched:sched_waking"}
+	if got := eventNames(p); !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if len(p.Warnings) != 1 {
+		t.Fatalf("warnings %v, want one", p.Warnings)
+	}
+	w := p.Warnings[0].Caret()
+	for _, s := range []string{`-f:1:1: unknown field "prev_pid" in sched:sched_process_exec (the filter does not fit 2 of the events of "sched:*")`, "hint: recorded without the filter, as the kernel does with a subsystem filter: sched:sched_process_exec, sched:sched_waking"} {
+		if !strings.Contains(w, s) {
+			t.Errorf("warning\n%s\nwants %q", w, s)
+		}
 	}
 }
 
