@@ -188,10 +188,10 @@ func (p *PageReader) Next(rec *Record) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if array < 4 {
-				return p.bad(pos, "length word %d is below 4", array)
-			}
-			n := (int64(array) - 4 + 3) &^ 3
+			// The payload's length in 32-bit unsigned arithmetic, as
+			// libtraceevent's kbuffer computes it: a damaged word
+			// below 4 wraps to a huge length (0) or to none (1 to 3).
+			n := int64((array - 4 + 3) &^ 3)
 			p.t += delta
 			rec.Missed, p.missed = p.missed, 0
 			if n > int64(len(data)-pos-8) {

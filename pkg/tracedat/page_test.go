@@ -251,7 +251,6 @@ func TestPageErrors(t *testing.T) {
 			}
 			return p
 		}(), "112-byte payload runs past the data"},
-		{"type_len 0 length below 4", withCommit(8, 0, 0, 0, 0, 3, 0, 0, 0), "length word 3 is below 4"},
 		{"type_len 0 past commit", withCommit(12, 0, 0, 0, 0, 12, 0, 0, 0), "8-byte payload runs past the data"},
 		{"type_len 0 without length word", withCommit(4, 0, 0, 0, 0), "no room for its length word"},
 		{"padding past commit", withCommit(12, 0x3d, 0, 0, 0, 9, 0, 0, 0), "9-byte padding runs past the data"},
@@ -278,6 +277,19 @@ func TestPageErrors(t *testing.T) {
 	recs, err = decodePages(t, testLayout64, page)
 	if len(recs) != 2 || !bytes.Equal(recs[1].Data, page[16+16:]) || err == nil || !strings.Contains(err.Error(), "record at page offset 0x18 (type_len 0, 24 data bytes): 4293918716-byte payload runs past the data") {
 		t.Errorf("type_len 0 with a huge length: %d records, %v; want the second with the rest of the page, then the damage", len(recs), err)
+	}
+	// A length word below 4 is read as kbuffer reads it, in 32-bit
+	// unsigned arithmetic: 0 wraps to a length that runs past the data
+	// (the record gets the rest of the page, then the damage ends it),
+	// 1 to 3 to an empty record.
+	page = withCommit(16, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0)
+	recs, err = decodePages(t, testLayout64, page)
+	if len(recs) != 1 || !bytes.Equal(recs[0].Data, page[16+8:]) || err == nil || !strings.Contains(err.Error(), "4294967292-byte payload runs past the data") {
+		t.Errorf("type_len 0 with length word 0: %d records, %v; want one with the rest of the page, then the damage", len(recs), err)
+	}
+	recs, err = decodePages(t, testLayout64, withCommit(16, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0))
+	if err != nil || len(recs) != 2 || len(recs[0].Data) != 0 || !bytes.Equal(recs[1].Data, []byte{9, 0, 0, 0}) {
+		t.Errorf("type_len 0 with length word 3: %+v, %v; want an empty record, then the next", recs, err)
 	}
 	for _, l := range []PageLayout{{Size: 4096, LongSize: 2, DataOffset: 16}, {Size: 16, LongSize: 8, DataOffset: 16}, {Size: 4096, LongSize: 8, DataOffset: 8}} {
 		if _, err := NewPageReader(l); err == nil {
