@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"hist", "-e", "sched:sched_swich", "-k", "prev_pid"}, 2, `unknown event "sched:sched_swich" \(did you mean "sched:sched_switch"`, false},
 		{[]string{"hist", "-e", "sched:[", "-k", "prev_pid"}, 2, `unknown event "sched:\["`, false},
 		{[]string{"hist", "-e", "nosys:*", "-k", "prev_pid"}, 2, `unknown event "nosys:\*"`, false},
-		{[]string{"hist", "-e", "", "-k", "prev_pid"}, 2, `unknown event ""`, false},
+		{[]string{"hist", "-e", "", "-k", "prev_pid"}, 2, `empty event name`, false},
 		{[]string{"hist", "-e", huge, "-k", "prev_pid"}, 2, `unknown event "xxx+ \.\.\. x+"`, false},
 		{hist("-f", "prev_pid =="), 2, `--filter:1:10: missing value after "=="`, true},
 		{hist("-f", huge+" && prev_pid =="), 2, `--filter:1:131074: expected an operator after "x+ \.\.\. x+", found "&&"\n  \.\.\.x+ && prev_pid ==\n`, true},

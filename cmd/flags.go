@@ -233,3 +233,27 @@ func processError(pid int) string {
 	}
 	return ""
 }
+
+// checkEventName refuses an empty -e, the one event name that cannot be
+// looked up, as every command says it (a usage error: there is no token
+// to put a caret under).
+func checkEventName(s string) error {
+	if s == "" {
+		return errors.New("empty event name: give SYS:EVENT, SYS or a glob such as 'sched:*' (gtrace list shows the events)")
+	}
+	return nil
+}
+
+// eventsValue is a repeatable -e that keeps the names in order.
+type eventsValue struct{ p *[]string }
+
+func (v *eventsValue) Set(s string) error {
+	if err := checkEventName(s); err != nil {
+		return err
+	}
+	*v.p = append(*v.p, s)
+	return nil
+}
+
+func (v *eventsValue) String() string { return strings.Join(*v.p, ",") }
+func (v *eventsValue) Type() string   { return "stringArray" }

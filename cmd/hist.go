@@ -118,7 +118,7 @@ prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 	}
 	f := c.Flags()
 	f.StringVarP(&o.Input, "input", "i", "", "aggregate the events of this trace.dat file (gtrace record or trace-cmd) instead of live events")
-	f.StringArrayVarP(&o.Events, "event", "e", nil, "event to aggregate, SYS:EVENT, or a glob such as 'sched:*' (repeatable: one hist per event)")
+	f.VarP(&eventsValue{p: &o.Events}, "event", "e", "event to aggregate, SYS:EVENT, or a glob such as 'sched:*' (repeatable: one hist per event)")
 	f.StringSliceVarP(&o.Keys, "keys", "k", nil, "keys: FIELD[.MODIFIER][,...] (at most 3)")
 	f.StringSliceVar(&o.Vals, "vals", nil, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
 	f.StringSliceVarP(&o.Sort, "sort", "s", nil, "sort by up to two keys or values: NAME[.ascending|.descending]")

@@ -132,8 +132,8 @@ are recorded unless -P names some.`,
 type eventFlag struct{ list *[]record.EventSpec }
 
 func (f *eventFlag) Set(s string) error {
-	if s == "" {
-		return errors.New("empty event name")
+	if err := checkEventName(s); err != nil {
+		return err
 	}
 	*f.list = append(*f.list, record.EventSpec{Pattern: s})
 	return nil
