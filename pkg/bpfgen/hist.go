@@ -65,6 +65,10 @@ type HistSpec struct {
 	HistLayout
 	Filter *parse.BoundFilter // nil: every event counts
 	Gate   Gate
+	// Follow, when not nil, counts only the processes in the follow map
+	// and adds the programs that keep it (follow.go). Not with
+	// Gate.OnlyTGIDs.
+	Follow *FollowSpec
 	// Direct, when not nil, puts the program on the raw tracepoint that
 	// DirectTracepoint names for Event, if any, building the record on
 	// the stack (see direct.go), when the key and value leave room for
@@ -131,10 +135,17 @@ func Hist(s *HistSpec) (*Program, error) {
 		src = d
 	}
 	c := NewCollection()
+	gate := s.Gate
+	if s.Follow != nil {
+		if err := c.AddFollow(s.Follow); err != nil {
+			return nil, err
+		}
+		gate.Follow = FollowMapName
+	}
 	err := c.Add(&Prog{
 		Name:    HistProgName,
 		Source:  src,
-		Gate:    s.Gate,
+		Gate:    gate,
 		Filter:  s.Filter,
 		ID:      EventID{Const: s.Event.ID},
 		Actions: []Action{NewHistAction(&s.HistLayout, HistMapName, DropsMapName)},

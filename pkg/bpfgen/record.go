@@ -172,6 +172,10 @@ type RecordSpec struct {
 	CommEntries int    // pid -> comm entries kept; 0: no comm program
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
 	OnlyTGIDs   []uint32
+	// Follow, when not nil, records only the processes in the follow
+	// map and adds the programs that keep it (follow.go). Not with
+	// OnlyTGIDs.
+	Follow *FollowSpec
 	// Direct, when not nil, builds the records of the events that
 	// DirectTracepoint names a raw tracepoint for in programs on that
 	// raw tracepoint (BTF-enabled, tp_btf), which the kernel runs at a
@@ -183,6 +187,15 @@ type RecordSpec struct {
 	// tracepoint with the event's ID as the attach cookie (Linux >=
 	// 5.15): one load for many events.
 	Shared bool
+}
+
+// gate returns the gate of the spec's programs, without the switch.
+func (s *RecordSpec) gate() Gate {
+	g := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs}
+	if s.Follow != nil {
+		g.Follow = FollowMapName
+	}
+	return g
 }
 
 // RecordProgName returns the name of the i-th record program.
@@ -215,6 +228,9 @@ func Record(s *RecordSpec) (*Program, error) {
 	}
 	if len(s.Events) == 0 {
 		return nil, fmt.Errorf("record: no events")
+	}
+	if s.Follow != nil && len(s.OnlyTGIDs) > 0 {
+		return nil, fmt.Errorf("record: follow processes or list them, not both")
 	}
 	c := NewCollection()
 	shared := []*ebpf.MapSpec{
@@ -254,11 +270,17 @@ func Record(s *RecordSpec) (*Program, error) {
 			return nil, err
 		}
 	}
+	if s.Follow != nil {
+		if err := c.AddFollow(s.Follow); err != nil {
+			return nil, err
+		}
+	}
 	in, filters := groups(s)
 	if err := addSyscallGroups(s, in, filters, c); err != nil {
 		return nil, err
 	}
-	gate := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs, Switch: SwitchMapName}
+	gate := s.gate()
+	gate.Switch = SwitchMapName
 	recorders := make([]Recorder, len(s.Events))
 	byShape := map[string]*Prog{} // shareable programs by the layout of their records
 	byName := map[string]*Prog{}

@@ -7,7 +7,8 @@ package bpfgen
 //	[switch: if the collection's switch is off, return]
 //	[cookie: the event's ID = bpf_get_attach_cookie(ctx), kept on the stack]
 //	R6 = ctx; R9 = bpf_get_current_pid_tgid()
-//	[gate: gtrace's own pid returns; with -P, pids not listed return]
+//	[gate: gtrace's own pid returns; with -P, pids not listed return;
+//	       with --follow, tgids not in the follow map return (follow.go)]
 //	source: R6 = the event's record (the classic tracepoint's ctx, or a
 //	        record built on the stack from a raw tracepoint's arguments)
 //	[filter: a miss returns]
@@ -79,6 +80,10 @@ func (id EventID) load(b *Builder, dst asm.Register) {
 type Gate struct {
 	ExcludeTGID uint32   // events of this process are ignored (gtrace itself); 0: none
 	OnlyTGIDs   []uint32 // if not empty, only events of these processes count
+	// Follow names the hash map of followed tgids (FollowMapName, which
+	// Collection.AddFollow adds with the programs that keep it): only
+	// events of the processes in it count. Not with OnlyTGIDs.
+	Follow string
 	// Switch names a one-entry array map whose u64 user space sets to
 	// non-zero to switch the program off at once (SwitchMap makes it).
 	Switch string
@@ -193,7 +198,10 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R9, asm.R0),
 	)
-	emitGate(b, p.Gate, out)
+	if p.Gate.Follow != "" && len(p.Gate.OnlyTGIDs) > 0 {
+		return nil, fmt.Errorf("program %s: a gate follows processes or lists them, not both", p.Name)
+	}
+	emitGate(b, p.Gate, idSlot-8, out)
 	areas := make([]StackArea, len(p.Actions))
 	for i, a := range p.Actions {
 		n := a.stack()
@@ -253,9 +261,11 @@ func emitSwitch(b *Builder, name, out string) {
 }
 
 // emitGate returns for gtrace's own process and, given a list, for
-// processes not in it. R9 holds pid_tgid. Clobbers R0.
-func emitGate(b *Builder, g Gate, out string) {
-	if g.ExcludeTGID == 0 && len(g.OnlyTGIDs) == 0 {
+// processes not in it, or, following, for those not in the follow map,
+// which it looks up with the u32 at R10+key. R9 holds pid_tgid. Clobbers
+// R0, and R1-R5 when following.
+func emitGate(b *Builder, g Gate, key int16, out string) {
+	if g.ExcludeTGID == 0 && len(g.OnlyTGIDs) == 0 && g.Follow == "" {
 		return
 	}
 	b.Comment("process filter")
@@ -270,6 +280,9 @@ func emitGate(b *Builder, g Gate, out string) {
 		}
 		b.Emit(asm.Ja.Label(out))
 		b.Mark(ok)
+	}
+	if g.Follow != "" {
+		emitFollowGate(b, g.Follow, key, out)
 	}
 }
 
@@ -291,6 +304,9 @@ func (c *Collection) Add(p *Prog) error {
 	}
 	if p.Gate.Switch != "" && c.spec.Maps[p.Gate.Switch] == nil {
 		return fmt.Errorf("program %s: no switch map %q in the collection", p.Name, p.Gate.Switch)
+	}
+	if p.Gate.Follow != "" && c.spec.Maps[p.Gate.Follow] == nil {
+		return fmt.Errorf("program %s: no follow map %q in the collection (AddFollow adds it)", p.Name, p.Gate.Follow)
 	}
 	for _, a := range p.Actions {
 		for _, m := range a.maps() {

@@ -268,7 +268,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R9, asm.R0),
 	)
-	emitGate(b, Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs}, out)
+	emitGate(b, s.gate(), keySlot, out)
 	b.Comment("32-bit system calls have no syscalls events")
 	emitCompat(b, s.Direct, out)
 	emitSyscallFields(b, g, recSlot)
