@@ -257,3 +257,12 @@ func (v *eventsValue) Set(s string) error {
 
 func (v *eventsValue) String() string { return strings.Join(*v.p, ",") }
 func (v *eventsValue) Type() string   { return "stringArray" }
+
+// checkFollow refuses --follow without a process to follow: -- CMD or -P.
+func checkFollow(follow bool, command []string, pids []int) error {
+	if !follow || len(command) > 0 || len(pids) > 0 {
+		return nil
+	}
+	return parse.Errorf("--follow", "--follow", 0, len("--follow"), "nothing to follow").
+		WithHint("--follow needs -- CMD ARGS or -P PID: it traces them and every process they fork")
+}

@@ -25,6 +25,7 @@ type histOptions struct {
 	Filter   string
 	Name     string
 	PIDs     []int
+	Follow   bool
 	Duration time.Duration
 	Interval time.Duration
 	Clear    bool
@@ -56,7 +57,14 @@ on numbers, == != on strings, && || ! and parentheses.
 It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
 attached, and gtrace exits with CMD's exit status. Stopped by signal N, it
-prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
+prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).
+Events of all processes count unless -P names some.
+
+--follow, with -- CMD or -P, counts only CMD or the processes of -P and
+every process they fork from then on, children and grandchildren, from the
+child's first event (trace-cmd's -c and -F): BPF programs on the fork and
+free events keep the set in a map of 65536 entries. Without --follow,
+-- CMD does not limit what is counted.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -68,6 +76,9 @@ prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 
   # a log2 histogram of write sizes of one command, as JSON
   gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero of=/dev/null bs=1k count=100
+
+  # system calls of each process of a build: make and all it starts
+  gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname --follow -- make
 
   # print every second, starting afresh each time
   gtrace hist -e sched:sched_switch -k prev_comm --interval 1s --clear
@@ -98,8 +109,11 @@ prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 			if o.Raw == "" && len(o.Keys) == 0 {
 				return usagef("hist needs keys: -k FIELD[,FIELD...] or a 'hist:keys=...' string")
 			}
-			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.DryRun) {
-				return usagef("-i reads a recorded file: --duration, --interval, -P, --dry-run and -- CMD apply to live hists only")
+			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.Follow || o.DryRun) {
+				return usagef("-i reads a recorded file: --duration, --interval, -P, --follow, --dry-run and -- CMD apply to live hists only")
+			}
+			if err := checkFollow(o.Follow, o.Command, o.PIDs); err != nil {
+				return err
 			}
 			if o.Clear && o.Interval == 0 {
 				return usagef("--clear needs --interval")
@@ -126,6 +140,7 @@ prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).`,
 	f.StringVarP(&o.Filter, "filter", "f", "", "only count events that match this filter")
 	f.StringVar(&o.Name, "name", "", "not supported yet: named hists shared between events are refused (every hist has its own table)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, comma-separated)")
+	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: count only those processes and every process they fork")
 	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to run until Ctrl-C", "stop after this long (e.g. 10s)")
 	durationFlag(f, &o.Interval, "interval", time.Millisecond, "print every 1ms or more; leave --interval out to print once, at the end", "print the hist every interval (at least 1ms)")
 	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
@@ -195,7 +210,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		return err
 	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Spec: spec, Events: events, PIDs: o.PIDs, Format: o.Format, Clear: o.Clear, Out: d.Out,
+		Spec: spec, Events: events, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out,
 	})
 	if err != nil {
 		return err
@@ -203,10 +218,14 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if o.DryRun {
 		return job.Describe(d.Out)
 	}
-	return live.Run(ctx, job, live.Options{
+	lo := live.Options{
 		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err,
 		Duration: o.Duration, Interval: o.Interval,
-	})
+	}
+	if o.Follow {
+		lo.Follow = job.Follow
+	}
+	return live.Run(ctx, job, lo)
 }
 
 // runHistFile runs the hist over the records of a trace.dat file.

@@ -20,6 +20,7 @@ type recordOptions struct {
 	Output      string
 	BufferKB    int
 	PIDs        []int
+	Follow      bool
 	Clock       string
 	Duration    time.Duration
 	Compression string
@@ -67,7 +68,13 @@ CPU busy does not keep it from emptying the buffers.
 It records until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
 attached, and gtrace exits with CMD's exit status. Events of all processes
-are recorded unless -P names some.`,
+are recorded unless -P names some.
+
+--follow, with -- CMD or -P, records only CMD or the processes of -P and
+every process they fork from then on, children and grandchildren, from the
+child's first event (trace-cmd record's -c and -F): BPF programs on the
+fork and free events keep the set in a map of 65536 entries. Without
+--follow, -- CMD does not limit what is recorded.`,
 		Example: `  # every system call entry and context switch, until Ctrl-C
   gtrace record -e raw_syscalls:sys_enter -e sched:sched_switch
   trace-cmd report -i trace.dat
@@ -84,6 +91,12 @@ are recorded unless -P names some.`,
   # timers armed by sleeping tasks: a filter on a function's address range
   gtrace record -e timer:hrtimer_start -f 'function.function == hrtimer_wakeup'
 
+  # system calls of make and every process it starts
+  gtrace record -e raw_syscalls:sys_enter --follow -- make
+
+  # context switches of process 1234 and the children it forks from now on
+  gtrace record -e sched:sched_switch -P 1234 --follow
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -99,6 +112,9 @@ are recorded unless -P names some.`,
 			}
 			if o.Output == "" {
 				return usagef("-o needs a file name")
+			}
+			if err := checkFollow(o.Follow, o.Command, o.PIDs); err != nil {
+				return err
 			}
 			if o.FileVersion == 6 && o.Compression != "none" {
 				return usagef("--compression %s needs --file-version 7", o.Compression)
@@ -117,6 +133,7 @@ are recorded unless -P names some.`,
 		fmt.Sprintf("the ring buffer per CPU is 1 to %d KiB", record.MaxBufferKB),
 		"ring buffer per CPU in KiB, rounded up to a power of two (at least 64)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only record events of these processes (ids of running processes, comma-separated)")
+	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: record only those processes and every process they fork")
 	enumFlag(f, &o.Clock, "clock", "C", "mono", recordClocks, "clock", "BPF cannot read trace-cmd's default clock, local",
 		"trace clock of the timestamps: "+strings.Join(recordClocks, ", "))
 	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to record until Ctrl-C", "stop after this long (e.g. 10s)")
@@ -176,7 +193,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Clock: o.Clock})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock})
 	if err != nil {
 		return err
 	}
@@ -192,9 +209,11 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 		Status: terminal(d.Err),
 		Err:    d.Err,
 	})
-	return live.Run(ctx, job, live.Options{
-		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration,
-	})
+	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration}
+	if o.Follow {
+		lo.Follow = job.Follow
+	}
+	return live.Run(ctx, job, lo)
 }
 
 // terminal returns w if it is a terminal, for the status line, else nil.

@@ -107,6 +107,10 @@ type LiveConfig struct {
 	Format string   // text, json, csv or table
 	Clear  bool     // Tick prints and empties the tables (--interval --clear)
 	Out    io.Writer
+	// Follow counts the processes of PIDs, and those that LiveJob.Follow
+	// names (the command), and every process they fork from the start
+	// on.
+	Follow bool
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -116,6 +120,7 @@ type LiveJob struct {
 	info     string
 	compiled []*Compiled
 	lives    []*Live
+	follow   []uint32 // with cfg.Follow, the processes followed from the start
 }
 
 // NewLive resolves the hist against each event's format in fs, binds its
@@ -126,6 +131,14 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		pids[i] = uint32(p)
 	}
 	j := &LiveJob{cfg: cfg, info: cfg.Spec.String() + " [active]"}
+	var follow *bpfgen.FollowSpec
+	if cfg.Follow {
+		var err error
+		if follow, err = probe.FollowSpec(fs); err != nil {
+			return nil, err
+		}
+		j.follow, pids = pids, nil
+	}
 	for _, name := range cfg.Events {
 		ev, err := fs.Lookup(name)
 		if err != nil {
@@ -135,7 +148,7 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		if err != nil {
 			return nil, err
 		}
-		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids}
+		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
@@ -161,6 +174,10 @@ func (j *LiveJob) Describe(w io.Writer) error {
 		default:
 			fmt.Fprintf(w, "# on classic tracepoint %s\n", c.Format.FullName())
 		}
+		if c.Layout.Follow != nil {
+			fmt.Fprintf(w, "# follow: %s, and every process that a followed one forks from then on (%s, %s)\n",
+				followed(j.follow), bpfgen.FollowForkProgName, bpfgen.FollowFreeProgName)
+		}
 		if _, err := fmt.Fprintf(w, "%s\n", c.Program.Listing()); err != nil {
 			return err
 		}
@@ -168,10 +185,28 @@ func (j *LiveJob) Describe(w io.Writer) error {
 	return nil
 }
 
+// Follow adds a process to those a job made with LiveConfig.Follow
+// counts from the start, with every process it forks: the command of
+// live.Options.Follow, held at its exec. Call it before Attach.
+func (j *LiveJob) Follow(pid int) { j.follow = append(j.follow, uint32(pid)) }
+
+// followed names the processes a job follows from the start, for
+// --dry-run.
+func followed(pids []uint32) string {
+	if len(pids) == 0 {
+		return "the command"
+	}
+	s := fmt.Sprintf("processes %d", pids[0])
+	for _, pid := range pids[1:] {
+		s += fmt.Sprintf(",%d", pid)
+	}
+	return s
+}
+
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
 	for _, c := range j.compiled {
-		l, err := Start(c)
+		l, err := Start(c, j.follow)
 		if err != nil {
 			j.close()
 			return err

@@ -16,6 +16,10 @@ type LiveOptions struct {
 	Filter      *parse.BoundFilter // the hist's filter, bound to the event; nil for none
 	ExcludeTGID uint32             // do not count this process (gtrace itself)
 	OnlyTGIDs   []uint32           // count only these processes (-P)
+	// Follow, when not nil, counts only the processes in the follow map
+	// (--follow; bpfgen's follow.go), which Start fills. Not with
+	// OnlyTGIDs.
+	Follow *bpfgen.FollowSpec
 	// Direct, when not nil, puts the program of a raw_syscalls event on
 	// its raw tracepoint where gtrace can build the record
 	// (bpfgen.HistSpec's Direct; probe.DirectOptions); Start falls back
@@ -41,6 +45,7 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		HistLayout: *p.Layout,
 		Filter:     o.Filter,
 		Gate:       bpfgen.Gate{ExcludeTGID: o.ExcludeTGID, OnlyTGIDs: o.OnlyTGIDs},
+		Follow:     o.Follow,
 		Direct:     o.Direct,
 		Event:      f,
 	}
@@ -95,14 +100,21 @@ type Live struct {
 }
 
 // Start loads the program, or its fallback if the kernel refuses it, and
-// attaches it to the event.
-func Start(c *Compiled) (*Live, error) {
+// attaches it to the event. A hist that follows processes
+// (LiveOptions.Follow) starts with those of follow in its follow map.
+func Start(c *Compiled, follow []uint32) (*Live, error) {
 	objs, prog, err := probe.LoadBest(c.Program, c.Fallback)
 	if err != nil {
 		return nil, err
 	}
 	if prog != c.Program {
 		c.Program, c.Layout.Direct = prog, nil
+	}
+	if c.Layout.Follow != nil {
+		if err := objs.Follow(follow); err != nil {
+			objs.Close()
+			return nil, err
+		}
 	}
 	point := bpfgen.Tracepoint{}.Point(c.Format)
 	if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {

@@ -33,6 +33,10 @@ type Options struct {
 	Stdin              io.Reader
 	Stdout, Stderr     io.Writer
 	Duration, Interval time.Duration // 0: none
+	// Follow, when not nil, is given the command's pid once it is
+	// started, before Attach: a job that follows a process tree
+	// (--follow) traces it and every process it forks.
+	Follow func(pid int)
 }
 
 // ExitError is the traced command's exit status, when not 0: gtrace
@@ -63,6 +67,9 @@ func Run(ctx context.Context, job Job, o Options) error {
 		var err error
 		if held, err = launch.Start(o.Command, o.Stdin, o.Stdout, o.Stderr); err != nil {
 			return err
+		}
+		if o.Follow != nil {
+			o.Follow(held.Pid())
 		}
 	}
 	if err := job.Attach(); err != nil {

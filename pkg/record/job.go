@@ -31,6 +31,11 @@ type Job struct {
 // NewJob returns the job that records p into o.Output.
 func NewJob(fs *tracefs.FS, p *Plan, o JobOptions) *Job { return &Job{plan: p, fs: fs, o: o} }
 
+// Follow adds a process to those a plan made with Options.Follow
+// records from the start, with every process it forks: the command of
+// live.Options.Follow, held at its exec. Call it before Attach.
+func (j *Job) Follow(pid int) { j.plan.FollowPIDs = append(j.plan.FollowPIDs, uint32(pid)) }
+
 // Attach creates the file, loads and attaches the programs and starts
 // reading the rings.
 func (j *Job) Attach() error {

@@ -48,6 +48,10 @@ type Options struct {
 	// default the records of raw_syscalls are built on raw tracepoints
 	// where the kernel has BTF (see bpfgen.DirectTracepoint).
 	Classic bool
+	// Follow records the processes of PIDs, and those that Job.Follow
+	// names (the command), and every process they fork from the start
+	// on, as the follow programs of bpfgen's follow.go track them.
+	Follow bool
 }
 
 // Event is one event that a plan records.
@@ -82,6 +86,10 @@ type Plan struct {
 	NoBTF bool
 	// Warnings are legal filter constructs that are probably mistakes.
 	Warnings []*parse.Error
+	// Follow: the programs record the processes in the follow map, which
+	// Start fills with FollowPIDs before it attaches them.
+	Follow     bool
+	FollowPIDs []uint32
 }
 
 // NewPlan resolves the events and filters of o against tracefs and
@@ -191,11 +199,20 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			p.NoBTF = spec.Direct == nil
 		}
 	}
+	var pids []uint32
 	for _, pid := range o.PIDs {
 		if pid <= 0 {
 			return nil, fmt.Errorf("process id %d: want a positive pid", pid)
 		}
-		spec.OnlyTGIDs = append(spec.OnlyTGIDs, uint32(pid))
+		pids = append(pids, uint32(pid))
+	}
+	if o.Follow {
+		if spec.Follow, err = probe.FollowSpec(fs); err != nil {
+			return nil, err
+		}
+		p.Follow, p.FollowPIDs = true, pids
+	} else {
+		spec.OnlyTGIDs = pids
 	}
 	for _, ev := range p.Events {
 		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter}
@@ -287,11 +304,15 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
 		p.RingSize>>10, cpuList(p.CPUs), p.Clock, p.PageSize)
+	if p.Follow {
+		b.WriteString(followLine(p.FollowPIDs))
+	}
 	var names []string
 	for i := 0; p.Program.Collection.Programs[bpfgen.RecordProgName(i)] != nil; i++ {
 		names = append(names, bpfgen.RecordProgName(i))
 	}
-	names = append(names, bpfgen.SysEnterProgName, bpfgen.SysExitProgName, bpfgen.CommProgName)
+	names = append(names, bpfgen.SysEnterProgName, bpfgen.SysExitProgName, bpfgen.CommProgName,
+		bpfgen.FollowForkProgName, bpfgen.FollowFreeProgName)
 	for _, name := range names {
 		if ps := p.Program.Collection.Programs[name]; ps != nil {
 			fmt.Fprintf(&b, "%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)
@@ -299,6 +320,19 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// followLine is --dry-run's line about --follow.
+func followLine(pids []uint32) string {
+	who := "the command"
+	if len(pids) > 0 {
+		who = fmt.Sprintf("processes %d", pids[0])
+		for _, pid := range pids[1:] {
+			who += fmt.Sprintf(",%d", pid)
+		}
+	}
+	return fmt.Sprintf("# follow: %s, and every process that a followed one forks from then on (%s, %s)\n",
+		who, bpfgen.FollowForkProgName, bpfgen.FollowFreeProgName)
 }
 
 // cpuList formats CPU ids as the kernel does: "0-3,6".

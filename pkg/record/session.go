@@ -132,6 +132,12 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		return nil, err
 	}
 	p.Program, p.Fallback = loaded, nil
+	if p.Follow {
+		// Before any program that the follow map gates is attached.
+		if err = s.objs.Follow(p.FollowPIDs); err != nil {
+			return nil, err
+		}
+	}
 	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {
 		return nil, err
 	}
