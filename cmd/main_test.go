@@ -42,9 +42,10 @@ func TestMain(m *testing.M) {
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
-// 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N", or
-// "main ARGS..." (gtrace itself, as main.go runs it; the arguments are
-// those of argsEnv if it is set).
+// 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N",
+// the process trees of --follow (follow_live_test.go), or "main
+// ARGS..." (gtrace itself, as main.go runs it; the arguments are those
+// of argsEnv if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
@@ -64,6 +65,9 @@ func runWorkload(w string) int {
 			}
 		}
 		return Main(ctx, args, os.Stdout, os.Stderr)
+	}
+	if code, ok := runFollowWorkload(fields); ok {
+		return code
 	}
 	name := fields[0]
 	n, err := strconv.Atoi(fields[len(fields)-1])
