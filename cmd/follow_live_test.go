@@ -192,44 +192,57 @@ func followCounts(n int) []int { return []int{n, n + 1, n + 2, n + 3, n + 4} }
 
 // TestPrivilegedRecordFollow records the getppid calls of a process tree
 // with --follow -- CMD while an outsider makes the same calls: the report
-// has exactly the tree's, from five processes.
+// has exactly the tree's, from five processes. syscalls:* puts the gate
+// in the syscall group programs (on raw tracepoints, with kernel BTF).
 func TestPrivilegedRecordFollow(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	startOutsider(t)
-	const n = 300
-	file := filepath.Join(t.TempDir(), "trace.dat")
-	args := append([]string{"-e", "syscalls:sys_enter_getppid", "--follow", "-o", file}, workload(t, fmt.Sprintf("follow %d", n))...)
-	errOut, code := recordLive(t, args...)
-	if code != 0 {
-		t.Fatalf("gtrace record --follow exit %d, stderr:\n%s", code, errOut)
-	}
-	report, errOut, code := run(t, "report", "-i", file)
-	if code != 0 {
-		t.Fatalf("gtrace report exit %d, stderr:\n%s", code, errOut)
-	}
-	lines := regexp.MustCompile(`(?m)^ *\S+-(\d+) +\[\d+\] +\d+\.\d+: sys_enter_getppid:.*$`).FindAllStringSubmatch(report, -1)
-	perPID := map[string]int{}
-	for _, l := range lines {
-		perPID[l[1]]++
-	}
-	if got := sortedCounts(perPID); fmt.Sprint(got) != fmt.Sprint(followCounts(n)) {
-		t.Errorf("getppid calls per process %v (%v), want %v; report starts:\n%s", got, perPID, followCounts(n), report[:min(len(report), 2000)])
+	for _, event := range []string{"syscalls:sys_enter_getppid", "syscalls:*"} {
+		t.Run(event, func(t *testing.T) {
+			const n = 300
+			file := filepath.Join(t.TempDir(), "trace.dat")
+			args := append([]string{"-e", event, "--follow", "-o", file}, workload(t, fmt.Sprintf("follow %d", n))...)
+			errOut, code := recordLive(t, args...)
+			if code != 0 {
+				t.Fatalf("gtrace record --follow exit %d, stderr:\n%s", code, errOut)
+			}
+			report, errOut, code := run(t, "report", "-i", file)
+			if code != 0 {
+				t.Fatalf("gtrace report exit %d, stderr:\n%s", code, errOut)
+			}
+			lines := regexp.MustCompile(`(?m)^ *\S+-(\d+) +\[\d+\] +\d+\.\d+: sys_enter_getppid:.*$`).FindAllStringSubmatch(report, -1)
+			perPID := map[string]int{}
+			for _, l := range lines {
+				perPID[l[1]]++
+			}
+			if got := sortedCounts(perPID); fmt.Sprint(got) != fmt.Sprint(followCounts(n)) {
+				t.Errorf("getppid calls per process %v (%v), want %v; report starts:\n%s", got, perPID, followCounts(n), report[:min(len(report), 2000)])
+			}
+		})
 	}
 }
 
 // TestPrivilegedHistFollow counts the getppid calls of the same tree by
 // common_pid: each process of the tree with its own count, and nothing
-// of the outsider's.
+// of the outsider's. raw_syscalls:sys_enter puts the gate in a program on
+// the raw tracepoint, with kernel BTF.
 func TestPrivilegedHistFollow(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	startOutsider(t)
-	const n = 200
-	args := append([]string{"hist", "-e", "syscalls:sys_enter_getppid", "-k", "common_pid", "--follow"}, workload(t, fmt.Sprintf("follow %d", n))...)
-	out, errOut, code := run(t, args...)
-	if code != 0 {
-		t.Fatalf("gtrace hist --follow exit %d, stderr:\n%s", code, errOut)
+	for _, hist := range [][]string{
+		{"-e", "syscalls:sys_enter_getppid", "-k", "common_pid"},
+		{"-e", "raw_syscalls:sys_enter", "-k", "common_pid", "-f", "id == 110"},
+	} {
+		t.Run(hist[1], func(t *testing.T) {
+			const n = 200
+			args := append(append(append([]string{"hist"}, hist...), "--follow"), workload(t, fmt.Sprintf("follow %d", n))...)
+			out, errOut, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("gtrace hist --follow exit %d, stderr:\n%s", code, errOut)
+			}
+			checkFollowHist(t, out, n)
+		})
 	}
-	checkFollowHist(t, out, n)
 }
 
 // TestPrivilegedHistFollowPID follows a running process given by -P: it

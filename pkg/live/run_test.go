@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -70,5 +71,31 @@ func TestSignalError(t *testing.T) {
 	se := Interrupted(ctx)
 	if se == nil || se.Code() != 143 || se.Error() != "interrupted by signal: terminated" {
 		t.Errorf("Interrupted(canceled by SIGTERM) = %v", se)
+	}
+}
+
+// orderJob is a job that notes the calls it gets.
+type orderJob struct{ calls []string }
+
+func (j *orderJob) Attach() error           { j.calls = append(j.calls, "attach"); return nil }
+func (j *orderJob) Tick() error             { return nil }
+func (j *orderJob) Failed() <-chan struct{} { return nil }
+func (j *orderJob) Stop() error             { j.calls = append(j.calls, "stop"); return nil }
+
+// TestRunFollow: Options.Follow gets the command's pid before the job
+// attaches.
+func TestRunFollow(t *testing.T) {
+	j := &orderJob{}
+	var out strings.Builder
+	followed := 0
+	err := Run(context.Background(), j, Options{
+		Command: []string{"sh", "-c", "echo $$"}, Stdout: &out,
+		Follow: func(pid int) { followed = pid; j.calls = append(j.calls, "follow") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(j.calls, " "); got != "follow attach stop" || fmt.Sprint(followed) != strings.TrimSpace(out.String()) {
+		t.Errorf("calls %q, followed pid %d, the command's %q; want follow attach stop and its pid", got, followed, out.String())
 	}
 }
