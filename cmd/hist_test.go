@@ -61,13 +61,13 @@ func TestHistCmdFlags(t *testing.T) {
 	var got *histOptions
 	c := newHistCmd(&Deps{}, func(o *histOptions) error { got = o; return nil })
 	c.SetArgs([]string{"-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "--vals", "args", "-s", "hitcount.descending",
-		"--size", "100", "-f", "id == 1", "-P", "1," + strconv.Itoa(os.Getpid()), "--interval", "1s", "--clear", "--format", "json", "--", "sleep", "1"})
+		"--size", "100", "-f", "id == 1", "-P", "1," + strconv.Itoa(os.Getpid()), "--follow", "--interval", "1s", "--clear", "--format", "json", "--", "sleep", "1"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	want := &histOptions{
 		Events: []string{"raw_syscalls:sys_enter"}, Keys: []string{"common_pid.execname", "id.syscall"}, Vals: []string{"args"},
-		Sort: []string{"hitcount.descending"}, Size: "100", Filter: "id == 1", PIDs: []int{1, os.Getpid()}, Interval: time.Second, Clear: true,
+		Sort: []string{"hitcount.descending"}, Size: "100", Filter: "id == 1", PIDs: []int{1, os.Getpid()}, Follow: true, Interval: time.Second, Clear: true,
 		Format: "json", Command: []string{"sleep", "1"},
 	}
 	if !reflect.DeepEqual(got, want) {

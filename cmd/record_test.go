@@ -53,13 +53,13 @@ func TestRecordCmdFilterOrder(t *testing.T) {
 func TestRecordCmdFlags(t *testing.T) {
 	var got *recordOptions
 	c := newRecordCmd(&Deps{}, func(o *recordOptions) error { got = o; return nil })
-	c.SetArgs([]string{"-e", "sched", "-o", "x.dat", "-b", "1024", "-P", "1,2", "-C", "boot", "--duration", "2s",
+	c.SetArgs([]string{"-e", "sched", "-o", "x.dat", "-b", "1024", "-P", "1,2", "--follow", "-C", "boot", "--duration", "2s",
 		"--compression", "zstd", "--file-version", "7", "--dry-run", "--", "sleep", "1"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	want := &recordOptions{
-		Events: []record.EventSpec{{Pattern: "sched"}}, Output: "x.dat", BufferKB: 1024, PIDs: []int{1, 2}, Clock: "boot",
+		Events: []record.EventSpec{{Pattern: "sched"}}, Output: "x.dat", BufferKB: 1024, PIDs: []int{1, 2}, Follow: true, Clock: "boot",
 		Duration: 2 * time.Second, Compression: "zstd", FileVersion: 7, DryRun: true, Command: []string{"sleep", "1"},
 	}
 	if !reflect.DeepEqual(got, want) {
