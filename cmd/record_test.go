@@ -131,7 +131,7 @@ func TestRecordCmdDryRun(t *testing.T) {
 	d, _, _ = fakeDeps(t)
 	err := execRecord(d, "-e", "sched:sched_switch", "-f", "prev_pdi == 1", "--dry-run")
 	var pe *parse.Error
-	if !errors.As(err, &pe) || !strings.Contains(pe.Caret(), `-f:1:1: unknown field "prev_pdi"`) || !strings.Contains(pe.Caret(), "^~~") {
+	if !errors.As(err, &pe) || !strings.Contains(pe.Caret(), `-f:1:1: Field not found: "prev_pdi"`) || !strings.Contains(pe.Caret(), "^~~") {
 		t.Errorf("unknown field: %v, want a -f error with a caret", err)
 	}
 }

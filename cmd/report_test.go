@@ -66,7 +66,7 @@ func TestReportFilterErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"report", "-i", sample, "-F", "sched_switch: prevpid == 0"},
-			"gtrace: -F:1:15: unknown field \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n"},
+			"gtrace: -F:1:15: Field not found: \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n"},
 		{[]string{"report", "-i", sample, "-F", "sched_swich"}, "gtrace: -F:1:1: no event \"sched_swich\" in the file\n"},
 		{[]string{"report", "-i", sample, "--cpu", "0,x"}, "gtrace: --cpu:1:3: invalid CPU list item \"x\"\n"},
 		{[]string{"report", "-i", "no-such-file.dat"}, "no-such-file.dat"},

@@ -134,20 +134,20 @@ func TestSelectErrors(t *testing.T) {
 		caret string // the *parse.Error's Caret, or the error's text
 	}{
 		{"unknown field", live, []Selector{{Pattern: "sched:sched_switch", Filter: "prevpid == 0", FilterName: "-f"}},
-			"-f:1:1: unknown field \"prevpid\" in sched:sched_switch\n  prevpid == 0\n  ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
+			"-f:1:1: Field not found: \"prevpid\" in sched:sched_switch\n  prevpid == 0\n  ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
 		{"syntax", live, []Selector{{Pattern: "sched:sched_switch", Filter: "prev_pid =="}},
-			"filter:1:10: missing value after \"==\""},
+			"filter:1:10: Invalid value (did you forget quotes)? missing value after \"==\""},
 		{"unknown event", live, []Selector{{Pattern: "sched:sched_swich", Filter: "prev_pid == 1"}},
 			`unknown event "sched:sched_swich" (did you mean "sched:sched_switch", "sched:sched_waking"?); gtrace list shows the events`},
 		{"unknown field in src", file, []Selector{{Pattern: "sched_switch", Filter: " prevpid == 0", FilterName: "-F",
 			FilterSrc: "sched_switch: prevpid == 0", FilterOff: 13}},
-			"-F:1:15: unknown field \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
+			"-F:1:15: Field not found: \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
 		{"unknown event in src", file, []Selector{{Pattern: "sched_swich", FilterName: "-F", FilterSrc: "sched_waking,sched_swich", PatternOff: 13}},
 			"-F:1:14: no event \"sched_swich\" in the file\n  sched_waking,sched_swich\n               ^~~~~~~~~~~\n" +
 				"  hint: did you mean \"sched:sched_switch\"? events are NAME, SYSTEM:NAME, SYSTEM or a glob; gtrace list -i " + sample + " shows them"},
 		{"unknown function", file, []Selector{{Pattern: "kmem:kmalloc", Filter: "call_site.function == nosuchfunc", FilterName: "-F",
 			FilterSrc: "kmem:kmalloc:call_site.function == nosuchfunc", FilterOff: 13}},
-			"-F:1:36: no kernel function \"nosuchfunc\"\n  kmem:kmalloc:call_site.function == nosuchfunc\n                                     ^~~~~~~~~~"},
+			"-F:1:36: Function not found: no kernel function \"nosuchfunc\"\n  kmem:kmalloc:call_site.function == nosuchfunc\n                                     ^~~~~~~~~~"},
 		{"bad offsets", file, []Selector{{Pattern: "kmem:kmalloc", Filter: "x == 1", FilterSrc: "kmem:kmalloc: x == 2", FilterOff: 14}},
 			`selector "kmem:kmalloc": its pattern and filter are not at their offsets in "kmem:kmalloc: x == 2"`},
 	}

@@ -132,7 +132,7 @@ func (bf *BoundFilter) ResolveFunctions(r FuncResolver) error {
 		}
 		if rerr != nil {
 			v := p.Pred.Value
-			err = Errorf(bf.Name, bf.Src, v.Off, v.End, "%v", rerr).
+			err = filterErrorf(bf.Name, bf.Src, v.Off, v.End, kFunctionNotFound, "%v", rerr).
 				WithHint("the value of .function is a kernel function's name or an address in one")
 			return
 		}
@@ -191,12 +191,12 @@ type binder struct {
 	bf *BoundFilter
 }
 
-func (b *binder) errorf(off, end int, format string, args ...any) *Error {
-	return Errorf(b.bf.Name, b.bf.Src, off, end, format, args...)
+func (b *binder) errorf(off, end int, words, format string, args ...any) *Error {
+	return filterErrorf(b.bf.Name, b.bf.Src, off, end, words, format, args...)
 }
 
 func (b *binder) warnf(off, end int, format string, args ...any) *Error {
-	w := b.errorf(off, end, format, args...)
+	w := Errorf(b.bf.Name, b.bf.Src, off, end, format, args...)
 	b.bf.Warnings = append(b.bf.Warnings, w)
 	return w
 }
@@ -272,10 +272,10 @@ func (b *binder) bindPred(p *Pred) (*BoundPred, error) {
 			case strings.Contains(fld.Type, "cpumask"):
 				kind = kindCPUMask
 			default:
-				return nil, b.errorf(p.FieldOff, nameEnd, "field %q is a dynamic array (%s) and cannot be filtered", fld.Name, fld.Type)
+				return nil, b.errorf(p.FieldOff, nameEnd, kIllegalOperation, "field %q is a dynamic array (%s) and cannot be filtered", fld.Name, fld.Type)
 			}
 		default:
-			return nil, b.errorf(p.FieldOff, nameEnd, "field %q is an array (%s) and cannot be filtered", fld.Name, fld.Type)
+			return nil, b.errorf(p.FieldOff, nameEnd, kIllegalOperation, "field %q is an array (%s) and cannot be filtered", fld.Name, fld.Type)
 		}
 	} else {
 		op, ok := pseudoOperand(p.Field)
@@ -306,7 +306,7 @@ func (b *binder) bindPred(p *Pred) (*BoundPred, error) {
 		return b.bindString(p, bp, what)
 	case kindCPUMask:
 		if p.Value.Kind != ValCPUs {
-			return nil, b.errorf(p.Value.Off, p.Value.End, "expected CPUS{list} for cpumask %s", what).
+			return nil, b.errorf(p.Value.Off, p.Value.End, kIllegalOperation, "expected CPUS{list} for cpumask %s", what).
 				WithHint("write CPUs as CPUS{0-3,7}")
 		}
 		bp.Compare = CompareCPUMask
@@ -330,12 +330,12 @@ func (b *binder) checkMod(p *Pred, bp *BoundPred) error {
 	fld := bp.Field
 	switch {
 	case fld == nil:
-		return b.errorf(modOff, p.FieldEnd, ".%s does not apply to the pseudo-field %q", p.Mod, p.Field)
+		return b.errorf(modOff, p.FieldEnd, kIllegalOperation, ".%s does not apply to the pseudo-field %q", p.Mod, p.Field)
 	case p.Mod == "ustring" && fld.Class != ClassStringPtr:
-		return b.errorf(modOff, p.FieldEnd, ".ustring needs a string pointer field, and %q is %s", fld.Name, fld.Type).
+		return b.errorf(modOff, p.FieldEnd, kIllegalOperation, ".ustring needs a string pointer field, and %q is %s", fld.Name, fld.Type).
 			WithHint(".ustring reads the string a char * field points to in user memory")
 	case p.Mod == "function" && (fld.Class != ClassNumeric || fld.Size != 8):
-		return b.errorf(modOff, p.FieldEnd, ".function needs a long-sized field, and %q is %s", fld.Name, fld.Type).
+		return b.errorf(modOff, p.FieldEnd, kIllegalOperation, ".function needs a long-sized field, and %q is %s", fld.Name, fld.Type).
 			WithHint(".function matches a kernel address against a function's name")
 	}
 	return nil
@@ -343,7 +343,7 @@ func (b *binder) checkMod(p *Pred, bp *BoundPred) error {
 
 func (b *binder) bindFunction(p *Pred, bp *BoundPred) (*BoundPred, error) {
 	if p.Op != CmpEQ && p.Op != CmpNE {
-		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), "operator %q does not apply to .function", p.Op.String()).
+		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), kInvalidOperator, "%q does not apply to .function", p.Op.String()).
 			WithHint(".function allows == and !=")
 	}
 	bp.Compare = CompareFunction
@@ -353,11 +353,11 @@ func (b *binder) bindFunction(p *Pred, bp *BoundPred) (*BoundPred, error) {
 		bp.Func = v.Str
 	case ValNumber:
 		if v.Neg {
-			return nil, b.errorf(v.Off, v.End, "negative address %s", v.Text)
+			return nil, b.errorf(v.Off, v.End, kIllegalInteger, "negative address %s", v.Text)
 		}
 		bp.Addr = v.Num
 	default:
-		return nil, b.errorf(v.Off, v.End, "expected a function name or an address for .function")
+		return nil, b.errorf(v.Off, v.End, kIllegalOperation, "expected a function name or an address for .function")
 	}
 	return bp, nil
 }
@@ -366,11 +366,15 @@ func (b *binder) bindString(p *Pred, bp *BoundPred, what string) (*BoundPred, er
 	bp.Compare = CompareString
 	v := p.Value
 	if p.Op != CmpEQ && p.Op != CmpNE && p.Op != CmpGlob {
-		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), "operator %q does not apply to string %s", p.Op.String(), what).
+		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), kIllegalOperation, "%q does not apply to string %s", p.Op.String(), what).
 			WithHint("strings allow ==, != and ~ (glob)")
 	}
 	if v.Kind != ValString && v.Kind != ValWord {
-		e := b.errorf(v.Off, v.End, "expected a string for %s", what)
+		words := kExpectString
+		if v.Kind == ValCPUs {
+			words = kIllegalOperation
+		}
+		e := b.errorf(v.Off, v.End, words, "expected a string for %s", what)
 		if v.Kind == ValNumber {
 			e.Hint = fmt.Sprintf("quote it: \"%s\"", v.Text)
 		}
@@ -433,7 +437,7 @@ func parseGlob(pat string) (Glob, bool) {
 
 func (b *binder) bindCPUs(p *Pred, bp *BoundPred, what string) (*BoundPred, error) {
 	if p.Op != CmpAnd && p.Op != CmpEQ && p.Op != CmpNE {
-		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), "operator %q does not apply to CPUS{} and %s", p.Op.String(), what).
+		return nil, b.errorf(p.OpOff, p.OpOff+len(p.Op.String()), kIllegalOperation, "%q does not apply to CPUS{} and %s", p.Op.String(), what).
 			WithHint("CPU lists allow & (in the list), == and !=")
 	}
 	// The list was checked by the parser.
@@ -444,7 +448,7 @@ func (b *binder) bindCPUs(p *Pred, bp *BoundPred, what string) (*BoundPred, erro
 func (b *binder) bindNumber(p *Pred, bp *BoundPred, what string) (*BoundPred, error) {
 	v := p.Value
 	if p.Op == CmpGlob {
-		return nil, b.errorf(p.OpOff, p.OpOff+1, "operator \"~\" needs a string field, and %s is numeric", what).
+		return nil, b.errorf(p.OpOff, p.OpOff+1, kExpectNumber, "\"~\" needs a string field, and %s is numeric", what).
 			WithHint("numbers allow ==, !=, <, <=, >, >= and &")
 	}
 	switch v.Kind {
@@ -456,22 +460,22 @@ func (b *binder) bindNumber(p *Pred, bp *BoundPred, what string) (*BoundPred, er
 		if v.Kind == ValWord {
 			found = strconv.Quote(v.Text)
 		}
-		return nil, b.errorf(v.Off, v.End, "expected a number for numeric %s, found %s", what, found)
+		return nil, b.errorf(v.Off, v.End, kExpectNumber, "expected a number for %s, found %s", what, found)
 	}
 	bp.Compare = CompareNumber
 	var raw uint64
 	switch {
 	case v.Neg && !bp.Signed:
-		return nil, b.errorf(v.Off, v.End, "negative value %s for unsigned %s", v.Text, what)
+		return nil, b.errorf(v.Off, v.End, kIllegalInteger, "negative value %s for unsigned %s", v.Text, what)
 	case bp.Signed && !v.Neg && v.Num > math.MaxInt64, bp.Signed && v.Neg && v.Num > 1<<63:
-		return nil, b.errorf(v.Off, v.End, "value %s out of range for signed %s", v.Text, what)
+		return nil, b.errorf(v.Off, v.End, kIllegalInteger, "%s out of range for signed %s", v.Text, what)
 	case v.Neg:
 		raw = -v.Num
 	default:
 		raw = v.Num
 	}
 	if bits := uint(8 * bp.Size); bits < 64 && (!v.Neg && v.Num>>bits != 0 || v.Neg && v.Num > 1<<(bits-1)) {
-		return nil, b.errorf(v.Off, v.End, "value %s out of range for the %d-byte %s", v.Text, bp.Size, what).
+		return nil, b.errorf(v.Off, v.End, kIllegalInteger, "%s out of range for the %d-byte %s", v.Text, bp.Size, what).
 			WithHint("the kernel would compare it cut to %d bits; give a value the field can hold", bits)
 	}
 	bp.Val = castInt(raw, bp.Size, bp.Signed)
@@ -549,7 +553,7 @@ func cIntType(t string) (cInt, bool) {
 // pseudo-field, suggesting the closest name.
 func (b *binder) unknownField(p *Pred) *Error {
 	f := b.bf.Format
-	e := b.errorf(p.FieldOff, p.FieldOff+len(p.Field), "unknown field %q in %s", p.Field, f.FullName())
+	e := b.errorf(p.FieldOff, p.FieldOff+len(p.Field), kFieldNotFound, "%q in %s", p.Field, f.FullName())
 	var names []string
 	for _, fld := range f.Fields {
 		names = append(names, fld.Name)

@@ -268,7 +268,7 @@ func TestResolveFunctions(t *testing.T) {
 	}
 	err = bf.ResolveFunctions(resolve)
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Caret() != "-f:1:22: no kernel function \"no_such\"\n  function.function == no_such\n                       ^~~~~~~\n  hint: the value of .function is a kernel function's name or an address in one" {
+	if !errors.As(err, &pe) || pe.Caret() != "-f:1:22: Function not found: no kernel function \"no_such\"\n  function.function == no_such\n                       ^~~~~~~\n  hint: the value of .function is a kernel function's name or an address in one" {
 		t.Errorf("unknown function: %v\n%s", err, pe.Caret())
 	}
 	if err := bf.ResolveFunctions(nil); err == nil || !strings.Contains(err.Error(), "no kernel symbols") {

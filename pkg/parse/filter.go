@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -20,6 +21,42 @@ const (
 	MaxCPU = 8192
 )
 
+// The kernel's words for filter errors (grammar.md §2.4). Every filter
+// error starts with one of them, so that a message reads as the kernel's
+// does; what follows says what exactly is wrong, and the caret points at
+// the token itself, not where the kernel's lands.
+const (
+	kInvalidOperator  = "Invalid operator"
+	kTooManyOpen      = "Too many '('"
+	kTooFewOpen       = "Too few '('"
+	kMissingQuote     = "Missing matching quote"
+	kMissingLBrace    = "Missing '{'"
+	kMissingRBrace    = "Missing '}'"
+	kOperandTooLong   = "Operand too long"
+	kExpectString     = "Expecting string field"
+	kExpectNumber     = "Expecting numeric field"
+	kIllegalOperation = "Illegal operation for field type"
+	kFieldNotFound    = "Field not found"
+	kIllegalInteger   = "Illegal integer value"
+	kTooManyTerms     = "Too many terms in predicate expression"
+	kMeaningless      = "Meaningless filter expression"
+	kInvalidCPUList   = "Invalid cpulist"
+	kInvalidValue     = "Invalid value (did you forget quotes)?"
+	kFunctionNotFound = "Function not found"
+	kError            = "Error"
+	kNoFilter         = "No filter found"
+)
+
+// filterErrorf returns an *Error whose message is the kernel's words,
+// then the detail.
+func filterErrorf(name, src string, off, end int, words, format string, args ...any) *Error {
+	sep := ": "
+	if strings.HasSuffix(words, "?") {
+		sep = " "
+	}
+	return Errorf(name, src, off, end, "%s%s%s", words, sep, fmt.Sprintf(format, args...))
+}
+
 // ParseFilter parses an event filter expression (grammar.md section 2.1).
 // name says what the input is in errors, for example "--filter". Errors
 // are *Error and point at the offending token.
@@ -27,7 +64,7 @@ func ParseFilter(name, src string) (Expr, error) {
 	p := &filterParser{name: name, src: src}
 	p.skipSpace()
 	if p.pos == len(src) {
-		return nil, Errorf(name, src, len(src), len(src), "empty filter")
+		return nil, filterErrorf(name, src, len(src), len(src), kNoFilter, "the filter is empty")
 	}
 	e, err := p.parseOr(0)
 	if err != nil {
@@ -46,8 +83,8 @@ type filterParser struct {
 	preds int
 }
 
-func (p *filterParser) errorf(off, end int, format string, args ...any) *Error {
-	return Errorf(p.name, p.src, off, end, format, args...)
+func (p *filterParser) errorf(off, end int, words, format string, args ...any) *Error {
+	return filterErrorf(p.name, p.src, off, end, words, format, args...)
 }
 
 func (p *filterParser) skipSpace() {
@@ -101,7 +138,7 @@ func (p *filterParser) parseChain(depth int, op LogicalOp) (Expr, error) {
 func (p *filterParser) needOperand(off, end int) error {
 	p.skipSpace()
 	if p.pos == len(p.src) {
-		return p.errorf(off, end, "unexpected %q at end of filter", p.src[off:end])
+		return p.errorf(off, end, kMeaningless, "%q at the end of the filter has no operand", p.src[off:end])
 	}
 	return nil
 }
@@ -110,7 +147,7 @@ func (p *filterParser) parseUnary(depth int) (Expr, error) {
 	p.skipSpace()
 	off := p.pos
 	if depth >= MaxFilterDepth && off < len(p.src) && (p.src[off] == '!' || p.src[off] == '(') {
-		return nil, p.errorf(off, off+1, "filter nested too deeply (max %d levels)", MaxFilterDepth)
+		return nil, p.errorf(off, off+1, kTooManyOpen, "the filter is nested too deeply (max %d levels of '(' and '!')", MaxFilterDepth)
 	}
 	switch {
 	case p.src[off] == '!' && !strings.HasPrefix(p.src[off:], "!="):
@@ -134,7 +171,7 @@ func (p *filterParser) parseUnary(depth int) (Expr, error) {
 		}
 		p.skipSpace()
 		if p.pos == len(p.src) {
-			return nil, p.errorf(off, off+1, "missing ')'").WithHint("the %q here is never closed", "(")
+			return nil, p.errorf(off, off+1, kTooManyOpen, "this '(' is never closed").WithHint("add a ')' to close it")
 		}
 		if p.src[p.pos] != ')' {
 			return nil, p.unexpected(p.pos)
@@ -150,10 +187,10 @@ func (p *filterParser) parseUnary(depth int) (Expr, error) {
 func (p *filterParser) unexpected(off int) *Error {
 	end := p.tokenEnd(off)
 	tok := p.src[off:end]
-	e := p.errorf(off, end, "unexpected %q", tok)
+	e := p.errorf(off, end, kTooManyTerms, "unexpected %q", tok)
 	switch tok {
 	case ")":
-		e.Msg = `unmatched ")"`
+		e = p.errorf(off, end, kTooFewOpen, "this ')' closes nothing")
 	case "&":
 		e.Hint = `use "&&" to join predicates`
 	case "|":
@@ -204,12 +241,12 @@ func (p *filterParser) parsePred() (Expr, error) {
 	}
 	if p.pos == off {
 		end := p.tokenEnd(off)
-		return nil, p.errorf(off, end, "expected a field name, found %q", s[off:end])
+		return nil, p.errorf(off, end, kFieldNotFound, "expected a field name, found %q", s[off:end])
 	}
 	pr := &Pred{Field: s[off:p.pos], FieldOff: off}
 	p.preds++
 	if p.preds > MaxPredicates {
-		return nil, p.errorf(off, p.pos, "too many predicates (max %d)", MaxPredicates)
+		return nil, p.errorf(off, p.pos, kTooManyTerms, "more than %d predicates", MaxPredicates)
 	}
 	for p.pos < len(s) && s[p.pos] == '.' {
 		modOff := p.pos
@@ -219,11 +256,11 @@ func (p *filterParser) parsePred() (Expr, error) {
 		}
 		mod := s[modOff+1 : p.pos]
 		if mod != "ustring" && mod != "function" {
-			return nil, p.errorf(modOff, p.pos, "unknown field modifier %q", s[modOff:p.pos]).
+			return nil, p.errorf(modOff, p.pos, kInvalidOperator, "unknown field modifier %q", s[modOff:p.pos]).
 				WithHint("filters know .ustring and .function")
 		}
 		if pr.Mod != "" {
-			return nil, p.errorf(modOff, p.pos, "modifiers .%s and .%s cannot be combined", pr.Mod, mod)
+			return nil, p.errorf(modOff, p.pos, kInvalidOperator, "modifiers .%s and .%s cannot be combined", pr.Mod, mod)
 		}
 		pr.Mod = mod
 	}
@@ -244,7 +281,7 @@ func (p *filterParser) parseCmpOp(pr *Pred) error {
 	fieldText := s[pr.FieldOff:pr.FieldEnd]
 	p.skipSpace()
 	if p.pos == len(s) {
-		return p.errorf(pr.FieldOff, pr.FieldEnd, "missing operator after %q", fieldText).
+		return p.errorf(pr.FieldOff, pr.FieldEnd, kInvalidOperator, "missing operator after %q", fieldText).
 			WithHint("compare the field with ==, !=, <, <=, >, >=, & or ~")
 	}
 	off := p.pos
@@ -254,7 +291,7 @@ func (p *filterParser) parseCmpOp(pr *Pred) error {
 	tok := s[off:p.pos]
 	if tok == "" || tok == "&&" || tok == "||" {
 		end := p.tokenEnd(off)
-		return p.errorf(off, end, "expected an operator after %q, found %q", fieldText, s[off:end]).
+		return p.errorf(off, end, kInvalidOperator, "expected an operator after %q, found %q", fieldText, s[off:end]).
 			WithHint("compare the field with ==, !=, <, <=, >, >=, & or ~")
 	}
 	for i, t := range cmpText {
@@ -263,7 +300,7 @@ func (p *filterParser) parseCmpOp(pr *Pred) error {
 			return nil
 		}
 	}
-	e := p.errorf(off, p.pos, "invalid operator %q", tok)
+	e := p.errorf(off, p.pos, kInvalidOperator, "%q", tok)
 	if alt, ok := operatorHints[tok]; ok {
 		e.Hint = alt
 	} else {
@@ -289,23 +326,23 @@ func (p *filterParser) parseValue(pr *Pred) (Value, error) {
 	p.skipSpace()
 	off := p.pos
 	if off == len(s) {
-		return Value{}, p.errorf(pr.OpOff, opEnd, "missing value after %q", pr.Op.String())
+		return Value{}, p.errorf(pr.OpOff, opEnd, kInvalidValue, "missing value after %q", pr.Op.String())
 	}
 	c := s[off]
 	switch {
 	case c == '"' || c == '\'':
 		i := strings.IndexByte(s[off+1:], c)
 		if i < 0 {
-			return Value{}, p.errorf(off, len(s), "missing closing quote").
+			return Value{}, p.errorf(off, len(s), kMissingQuote, "this %s is never closed", string(c)).
 				WithHint("strings are quoted %s...%s and cannot contain their own quote", string(c), string(c))
 		}
 		p.pos = off + i + 2
 		str := s[off+1 : off+1+i]
 		if len(str) > MaxFilterString {
-			return Value{}, p.errorf(off, p.pos, "string too long (%d bytes, max %d)", len(str), MaxFilterString)
+			return Value{}, p.errorf(off, p.pos, kOperandTooLong, "the string has %d bytes, max %d", len(str), MaxFilterString)
 		}
 		if i := strings.IndexByte(str, 0); i >= 0 {
-			return Value{}, p.errorf(off+1+i, off+2+i, "string contains a NUL byte")
+			return Value{}, p.errorf(off+1+i, off+2+i, kError, "the string contains a NUL byte")
 		}
 		return Value{Kind: ValString, Text: s[off:p.pos], Str: str, Off: off, End: p.pos}, nil
 	case c == '-' || isDigit(c):
@@ -317,7 +354,7 @@ func (p *filterParser) parseValue(pr *Pred) (Value, error) {
 		v := Value{Kind: ValNumber, Text: text, Off: off, End: p.pos}
 		num, err := parseFilterNumber(text)
 		if err != nil {
-			return Value{}, p.errorf(off, p.pos, "%s", err.msg).WithHint("%s", err.hint)
+			return Value{}, p.errorf(off, p.pos, kIllegalInteger, "%s", err.msg).WithHint("%s", err.hint)
 		}
 		v.Neg = text[0] == '-'
 		v.Num = num
@@ -325,12 +362,12 @@ func (p *filterParser) parseValue(pr *Pred) (Value, error) {
 	case strings.HasPrefix(s[off:], "CPUS{"):
 		rbrace := strings.IndexByte(s[off:], '}')
 		if rbrace < 0 {
-			return Value{}, p.errorf(off, len(s), "missing '}' after CPUS{")
+			return Value{}, p.errorf(off, len(s), kMissingRBrace, "CPUS{ is never closed")
 		}
 		p.pos = off + rbrace + 1
 		list := s[off+len("CPUS{") : off+rbrace]
 		if _, err := cpuRanges(list, MaxCPU); err != nil {
-			return Value{}, p.errorf(off, p.pos, "invalid cpulist %q: %s", list, err.msg).
+			return Value{}, p.errorf(off, p.pos, kInvalidCPUList, "%q: %s", list, err.msg).
 				WithHint(`write CPUs as a list such as CPUS{0-3,7}`)
 		}
 		return Value{Kind: ValCPUs, Text: s[off:p.pos], Str: list, Off: off, End: p.pos}, nil
@@ -340,12 +377,12 @@ func (p *filterParser) parseValue(pr *Pred) (Value, error) {
 		}
 		word := s[off:p.pos]
 		if word == "CPUS" {
-			return Value{}, p.errorf(off, p.pos, "missing '{' after CPUS").WithHint("write CPUs as CPUS{0-3,7}")
+			return Value{}, p.errorf(off, p.pos, kMissingLBrace, "CPUS needs a list in braces").WithHint("write CPUs as CPUS{0-3,7}")
 		}
 		return Value{Kind: ValWord, Text: word, Str: word, Off: off, End: p.pos}, nil
 	}
 	end := p.tokenEnd(off)
-	return Value{}, p.errorf(off, end, "expected a value after %q, found %q", pr.Op.String(), s[off:end]).
+	return Value{}, p.errorf(off, end, kInvalidValue, "expected a value after %q, found %q", pr.Op.String(), s[off:end]).
 		WithHint(`a value is a number, a quoted string or CPUS{list}`)
 }
 
@@ -365,13 +402,13 @@ func parseFilterNumber(text string) (uint64, *numberError) {
 		base, digits = 8, digits[1:]
 	}
 	if digits == "" {
-		return 0, &numberError{msg: "invalid number " + strconv.Quote(text), hint: "numbers are decimal, 0x hex or 0 octal"}
+		return 0, &numberError{msg: strconv.Quote(text), hint: "numbers are decimal, 0x hex or 0 octal"}
 	}
 	var n uint64
 	for i := 0; i < len(digits); i++ {
 		d := digitValue(digits[i])
 		if d >= base {
-			ne := &numberError{msg: "invalid number " + strconv.Quote(text), hint: "numbers are decimal, 0x hex or 0 octal"}
+			ne := &numberError{msg: strconv.Quote(text), hint: "numbers are decimal, 0x hex or 0 octal"}
 			if base == 8 && d < 10 {
 				ne.hint = "a leading 0 makes the number octal; write it without the 0"
 			}
@@ -380,7 +417,7 @@ func parseFilterNumber(text string) (uint64, *numberError) {
 		hi, lo := bits.Mul64(n, base)
 		lo, carry := bits.Add64(lo, d, 0)
 		if hi != 0 || carry != 0 {
-			return 0, &numberError{msg: "number " + strconv.Quote(text) + " out of range", hint: "numbers must fit in 64 bits"}
+			return 0, &numberError{msg: strconv.Quote(text) + " does not fit in 64 bits", hint: "numbers must fit in 64 bits"}
 		}
 		n = lo
 	}

@@ -219,7 +219,7 @@ func TestNewPlanErrors(t *testing.T) {
 		{"no events", Options{}, "nothing to record"},
 		{"unknown event", Options{Events: []EventSpec{{Pattern: "sched:sched_swich"}}}, `unknown event "sched:sched_swich" (did you mean "sched:sched_switch"`},
 		{"bad filter", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter", Filter: "id =="}}}, "-f:"},
-		{"unknown field", Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "nosuch == 1"}}}, `unknown field "nosuch"`},
+		{"unknown field", Options{Events: []EventSpec{{Pattern: "sched:*", Filter: "nosuch == 1"}}}, `Field not found: "nosuch"`},
 		{"local clock", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, Clock: "local"}, "use mono, boot or tai"},
 		{"bad pid", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, PIDs: []int{0}}, "want a positive pid"},
 		{"huge buffer", Options{Events: []EventSpec{{Pattern: "raw_syscalls:sys_enter"}}, BufferKB: 1 << 23}, "want 1 to"},
@@ -255,7 +255,7 @@ func TestNewPlanPartialFilter(t *testing.T) {
 		t.Fatalf("warnings %v, want one", p.Warnings)
 	}
 	w := p.Warnings[0].Caret()
-	for _, s := range []string{`-f:1:1: unknown field "prev_pid" in sched:sched_process_exec (the filter does not fit 2 of the events of "sched:*")`, "hint: recorded without the filter, as the kernel does with a subsystem filter: sched:sched_process_exec, sched:sched_waking"} {
+	for _, s := range []string{`-f:1:1: Field not found: "prev_pid" in sched:sched_process_exec (the filter does not fit 2 of the events of "sched:*")`, "hint: recorded without the filter, as the kernel does with a subsystem filter: sched:sched_process_exec, sched:sched_waking"} {
 		if !strings.Contains(w, s) {
 			t.Errorf("warning\n%s\nwants %q", w, s)
 		}

@@ -108,14 +108,14 @@ func TestEventFilterErrors(t *testing.T) {
 		spec, caret string
 	}{
 		{"sched_switch: prevpid == 0",
-			"-F:1:15: unknown field \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
+			"-F:1:15: Field not found: \"prevpid\" in sched:sched_switch\n  sched_switch: prevpid == 0\n                ^~~~~~~\n  hint: did you mean \"prev_pid\"?"},
 		{"sched_swich", "-F:1:1: no event \"sched_swich\" in the file\n  sched_swich\n  ^~~~~~~~~~~\n" +
 			"  hint: did you mean \"sched:sched_switch\"? events are NAME, SYSTEM:NAME, SYSTEM or a glob; gtrace list -i FILE shows them"},
 		{"sched_waking, nosuch : pid == 1", "-F:1:15: no event \"nosuch\" in the file\n  sched_waking, nosuch : pid == 1\n                ^~~~~~\n"},
-		{"sched_switch: prev_pid ==", "-F:1:24: missing value after \"==\""},
+		{"sched_switch: prev_pid ==", "-F:1:24: Invalid value (did you forget quotes)? missing value after \"==\""},
 		{"sched_switch:", "-F:1:14: empty filter\n  sched_switch:\n               ^"},
 		{"sched_switch:  ", "-F:1:16: empty filter"},
-		{"kmem:kmalloc: call_site.function == nosuchfunc", "-F:1:37: no kernel function \"nosuchfunc\""},
+		{"kmem:kmalloc: call_site.function == nosuchfunc", "-F:1:37: Function not found: no kernel function \"nosuchfunc\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
