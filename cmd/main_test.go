@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
 // 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N", or
-// "main ARGS..." (gtrace itself, as main.go runs it; the arguments are
+// "filter-matrix CPU" (filter_matrix_live_test.go) or "main ARGS..." (gtrace itself, as main.go runs it; the arguments are
 // those of argsEnv if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
@@ -64,6 +64,9 @@ func runWorkload(w string) int {
 			}
 		}
 		return Main(ctx, args, os.Stdout, os.Stderr)
+	}
+	if fields[0] == "filter-matrix" {
+		return filterMatrixWorkload(fields[1:])
 	}
 	name := fields[0]
 	n, err := strconv.Atoi(fields[len(fields)-1])
