@@ -43,9 +43,9 @@ func TestMain(m *testing.M) {
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
 // 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N",
-// the process trees of --follow (follow_live_test.go), or "main
-// ARGS..." (gtrace itself, as main.go runs it; the arguments are those
-// of argsEnv if it is set).
+// the process trees of --follow (follow_live_test.go), "filter-matrix
+// CPU" (filter_matrix_live_test.go) or "main ARGS..." (gtrace itself,
+// as main.go runs it; the arguments are those of argsEnv if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
@@ -68,6 +68,9 @@ func runWorkload(w string) int {
 	}
 	if code, ok := runFollowWorkload(fields); ok {
 		return code
+	}
+	if fields[0] == "filter-matrix" {
+		return filterMatrixWorkload(fields[1:])
 	}
 	name := fields[0]
 	n, err := strconv.Atoi(fields[len(fields)-1])

@@ -9,11 +9,12 @@ import (
 
 // RequirePrivileged skips a live test (BPF, tracefs) when not running as
 // root, unless GTRACE_REQUIRE_BPF=1, which turns the skip into a failure.
-// Live tests must be named TestPrivileged*.
+// Live tests must be named TestPrivileged*, live benchmarks
+// BenchmarkPrivileged*.
 func RequirePrivileged(tb testing.TB) {
 	tb.Helper()
-	if !strings.HasPrefix(tb.Name(), "TestPrivileged") {
-		tb.Fatalf("%s: privileged tests must be named TestPrivileged*", tb.Name())
+	if !strings.HasPrefix(tb.Name(), "TestPrivileged") && !strings.HasPrefix(tb.Name(), "BenchmarkPrivileged") {
+		tb.Fatalf("%s: privileged tests must be named TestPrivileged* (benchmarks BenchmarkPrivileged*)", tb.Name())
 	}
 	if os.Geteuid() == 0 {
 		return

@@ -194,7 +194,7 @@ func TestRecordProcessesFilterClock(t *testing.T) {
 	insns := p.Collection.Programs[RecordProgName(0)].Instructions
 	got := lines(insns)
 	for _, frag := range []string{
-		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_2>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_2>\nJa off: -1 <out_1>",
+		"MovReg dst: r0 src: r9\nRShImm dst: r0 imm: 32\nJEqImm dst: r0 off: -1 imm: 42 <out_1>\nJEqImm dst: r0 off: -1 imm: 7 <pid_ok_3>\nJEqImm dst: r0 off: -1 imm: 8 <pid_ok_3>\nJa off: -1 <out_1>",
 		"JNEImm dst: r0 off: -1 imm: 110 <out_1>",
 		"Call FnKtimeGetBootNs",
 	} {
@@ -379,5 +379,56 @@ func TestRecordDirect(t *testing.T) {
 	}
 	if tp := DirectTracepoint(enter); tp != "sys_enter" {
 		t.Errorf("DirectTracepoint(sys_enter) = %q", tp)
+	}
+}
+
+// TestFilterFirst checks where the skeleton puts a filter: before the
+// switch and the pid_tgid call when it reads only numbers of a classic
+// tracepoint's record, after the gate when it needs the current task
+// (common_pid, comm) or the record is built on a raw tracepoint.
+func TestFilterFirst(t *testing.T) {
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
+	bind := func(src string) *parse.BoundFilter {
+		e, err := parse.ParseFilter("-f", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf, err := parse.BindFilter("-f", src, e, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bf
+	}
+	for _, tc := range []struct {
+		filter string
+		direct bool
+		first  bool
+	}{
+		{"id == 99999", false, true},
+		{"id > 3 && (id & 0x10 || !(id == 99999))", false, true},
+		{"common_pid == 1 || id == 99999", false, false},
+		{`comm ~ "*zz*" && id == 99999`, false, false},
+		{"cpu == 1 && id == 99999", false, false},
+		{"id == 99999", true, false},
+	} {
+		spec := recordSpec(RecordEvent{Format: f, Filter: bind(tc.filter)})
+		spec.ExcludeTGID = 42
+		if tc.direct {
+			spec.Direct = &DirectOptions{}
+		}
+		p, err := Record(spec)
+		if err != nil {
+			t.Fatalf("Record(%q) = %v", tc.filter, err)
+		}
+		text := lines(p.Collection.Programs[RecordProgName(0)].Instructions)
+		filter := strings.Index(text, "imm: 99999")
+		lookup := strings.Index(text, "Call FnMapLookupElem")
+		pidTgid := strings.Index(text, "Call FnGetCurrentPidTgid")
+		if first := filter >= 0 && filter < lookup && filter < pidTgid; first != tc.first {
+			t.Errorf("filter %q (direct %v): runs first %v, want %v:\n%s", tc.filter, tc.direct, first, tc.first, text)
+		}
+		if tc.first && !strings.HasPrefix(text, "MovReg dst: r6 src: r1\n") {
+			t.Errorf("filter %q: does not start by keeping ctx in R6:\n%s", tc.filter, text)
+		}
 	}
 }

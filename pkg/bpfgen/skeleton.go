@@ -4,6 +4,8 @@ package bpfgen
 // same skeleton, and differs only in where its record comes from (the
 // Source) and what it does with it (the Actions):
 //
+//	[filter, on a classic tracepoint when it reads only numbers of the
+//	 record: a miss returns]
 //	[switch: if the collection's switch is off, return]
 //	[cookie: the event's ID = bpf_get_attach_cookie(ctx), kept on the stack]
 //	R6 = ctx; R9 = bpf_get_current_pid_tgid()
@@ -11,7 +13,7 @@ package bpfgen
 //	       with --follow, tgids not in the follow map return (follow.go)]
 //	source: R6 = the event's record (the classic tracepoint's ctx, or a
 //	        record built on the stack from a raw tracepoint's arguments)
-//	[filter: a miss returns]
+//	[filter, unless it ran first: a miss returns]
 //	action 1; action 2; ...   (each falls through to the next)
 //	return 0
 //
@@ -180,6 +182,33 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 	if p.ID.Cookie {
 		top = -idSlot
 	}
+	areas := make([]StackArea, len(p.Actions))
+	for i, a := range p.Actions {
+		n := a.stack()
+		if n%8 != 0 {
+			return nil, fmt.Errorf("program %s: action %d takes %d bytes of stack, not a multiple of 8", p.Name, i, n)
+		}
+		top += n
+		areas[i] = StackArea{Off: int16(-top), Size: int16(n)}
+	}
+	rec := top
+	top += p.Source.stack()
+	if top > maxStack {
+		return nil, fmt.Errorf("program %s: its parts take %d bytes of stack, the BPF stack holds %d", p.Name, top, maxStack)
+	}
+	scratch := StackArea{Off: -maxStack, Size: int16(maxStack - top)}
+	early := p.Filter != nil && !p.ID.Cookie && p.Source.stack() == 0 && recordOnly(p.Filter)
+	if early {
+		// A filter that only reads the classic tracepoint's record
+		// runs first: an event it rejects costs its loads and compares,
+		// not the switch's lookup and the pid_tgid call too.
+		b.Comment("R6 = ctx")
+		b.Emit(asm.Mov.Reg(asm.R6, asm.R1))
+		if err := EmitFilter(b, p.Filter, out, scratch); err != nil {
+			return nil, err
+		}
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R6))
+	}
 	if p.Gate.Switch != "" {
 		emitSwitch(b, p.Gate.Switch, out)
 	}
@@ -202,24 +231,11 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 		return nil, fmt.Errorf("program %s: a gate follows processes or lists them, not both", p.Name)
 	}
 	emitGate(b, p.Gate, idSlot-8, out)
-	areas := make([]StackArea, len(p.Actions))
-	for i, a := range p.Actions {
-		n := a.stack()
-		if n%8 != 0 {
-			return nil, fmt.Errorf("program %s: action %d takes %d bytes of stack, not a multiple of 8", p.Name, i, n)
-		}
-		top += n
-		areas[i] = StackArea{Off: int16(-top), Size: int16(n)}
-	}
-	if n := p.Source.stack(); n > 0 {
-		top += n
+	if top > rec {
 		p.Source.emit(b, int16(-top), p.ID)
 	}
-	if top > maxStack {
-		return nil, fmt.Errorf("program %s: its parts take %d bytes of stack, the BPF stack holds %d", p.Name, top, maxStack)
-	}
-	if p.Filter != nil {
-		if err := EmitFilter(b, p.Filter, out, StackArea{Off: -maxStack, Size: int16(maxStack - top)}); err != nil {
+	if p.Filter != nil && !early {
+		if err := EmitFilter(b, p.Filter, out, scratch); err != nil {
 			return nil, err
 		}
 	}
@@ -240,6 +256,17 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 	ps := &ebpf.ProgramSpec{Name: p.Name, License: "GPL", Instructions: b.Instructions()}
 	p.Source.program(ps)
 	return ps, nil
+}
+
+// recordOnly reports whether a filter reads nothing but the record's
+// fields, and those as numbers: no pid_tgid (common_pid), no helper
+// calls (cpu, comm, strings).
+func recordOnly(bf *parse.BoundFilter) bool {
+	only := true
+	parse.WalkPreds(bf.Root, func(p *parse.BoundPred) {
+		only = only && p.Operand == parse.OperandField && p.Compare != parse.CompareString && p.Compare != parse.CompareCPUMask
+	})
+	return only
 }
 
 // emitSwitch returns when the switch map's word is not zero. It keeps
