@@ -168,7 +168,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter"}, 2, `hist needs keys`, false},
 		{hist("hist:keys=id"), 2, `not both`, false},
 		{hist("--clear"), 2, `--clear needs --interval`, false},
-		{hist("a", "b"), 2, `at most one 'hist:\.\.\.' string`, false},
+		{hist("a", "b"), 2, `-e sched:sched_switch already has a 'hist:\.\.\.' string: .*after --`, false},
 		{hist("-i", sample, "--duration", "1s"), 2, `-i reads a recorded file`, false},
 
 		// hist -i: files.

@@ -15,14 +15,8 @@ import (
 )
 
 type histOptions struct {
-	Input    string // a trace.dat file: aggregate its records instead of live events
-	Events   []string
-	Raw      string // a kernel 'hist:...' string
-	Keys     []string
-	Vals     []string
-	Sort     []string
-	Size     string // as typed: the hist string's size= rule judges it
-	Filter   string
+	Input    string      // a trace.dat file: aggregate its records instead of live events
+	Hists    []histEvent // each -e with its hist, in command-line order
 	Name     string
 	PIDs     []int
 	Follow   bool
@@ -34,20 +28,33 @@ type histOptions struct {
 	Command  []string
 }
 
+// histEvent is one -e and its hist: a kernel 'hist:...' string, or the
+// flags (their Size as typed: the hist string's size= rule judges it).
+type histEvent struct {
+	Pattern string
+	Raw     string
+	Flags   parse.HistFlags
+}
+
 var histFormats = []string{"text", "json", "csv", "table"}
 
 func newHistCmd(d *Deps, runF func(*histOptions) error) *cobra.Command {
 	o := &histOptions{}
+	ev := &eventFlags{}
 	c := &cobra.Command{
-		Use:   "hist -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-i FILE] [-- CMD ARGS...]",
+		Use:   "hist [-k KEYS]... -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-e ...]... [-i FILE] [-- CMD ARGS...]",
 		Short: "Aggregate events into a histogram, like the kernel's hist triggers, in BPF",
 		Long: `Count events by keys and sum their fields, as the kernel's hist triggers do
 (Documentation/trace/histogram.rst), but in a BPF hash map, so it works on
 kernels built without CONFIG_HIST_TRIGGERS. The default output is byte for
 byte what the kernel's events/SYS/EVENT/hist file prints.
 
-The hist is given either with flags (-k, --vals, -s, --size, -f, --name) or as
+The hist is given either with flags (-k, --vals, -s, --size, -f) or as
 the kernel's own trigger string 'hist:keys=...:vals=...:sort=...:size=N if FILTER'.
+Each -e is a hist of its own, printed in -e order: the flags and the string
+bind to the -e before them, as -f does on record. Flags given before the
+first -e apply to every event, each unless the event gives its own; a string
+there is the hist of every event that gives no flags.
 
 Key modifiers: .execname (common_pid only) .syscall .hex .sym .sym-offset
 .log2 .buckets=N. Value modifiers: .hex .percent .graph. Keys may be event
@@ -74,6 +81,12 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the same as a kernel trigger string
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
 
+  # two hists in one run, each with its own keys
+  gtrace hist -e sched:sched_switch -k prev_comm -e raw_syscalls:sys_enter -k id.syscall
+
+  # the same keys for every event, a filter for one of them
+  gtrace hist -k common_pid.execname -e sched:sched_wakeup -e raw_syscalls:sys_enter -f 'id == 0'
+
   # a log2 histogram of write sizes of one command, as JSON
   gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero of=/dev/null bs=1k count=100
 
@@ -93,21 +106,19 @@ free events keep the set in a map of 65536 entries. Without --follow,
 				o.Command = args[at:]
 				args = args[:at]
 			}
-			switch len(args) {
-			case 0:
-			case 1:
-				o.Raw = args[0]
-			default:
-				return usagef("hist takes at most one 'hist:...' string, got %d arguments (put the command to trace after --)", len(args))
+			if err := ev.bindArgs("hist", args, "a 'hist:...' string"); err != nil {
+				return err
 			}
-			if len(o.Events) == 0 {
+			if len(ev.Events) == 0 {
 				return usagef("hist needs an event: -e SYS:EVENT (gtrace list shows them)")
 			}
-			if o.Raw != "" && (len(o.Keys) > 0 || len(o.Vals) > 0 || len(o.Sort) > 0 || c.Flags().Changed("size") || o.Filter != "" || o.Name != "") {
-				return usagef("give the hist either as a 'hist:...' string or with -k/--vals/-s/--size/-f/--name, not both")
-			}
-			if o.Raw == "" && len(o.Keys) == 0 {
-				return usagef("hist needs keys: -k FIELD[,FIELD...] or a 'hist:keys=...' string")
+			o.Hists = nil
+			for _, e := range ev.Events {
+				h, err := bindHist(e, ev.Common, o.Name)
+				if err != nil {
+					return err
+				}
+				o.Hists = append(o.Hists, h)
 			}
 			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.Follow || o.DryRun) {
 				return usagef("-i reads a recorded file: --duration, --interval, -P, --follow, --dry-run and -- CMD apply to live hists only")
@@ -117,9 +128,6 @@ free events keep the set in a map of 65536 entries. Without --follow,
 			}
 			if o.Clear && o.Interval == 0 {
 				return usagef("--clear needs --interval")
-			}
-			if c.Flags().Changed("size") && o.Size == "" {
-				return parse.Errorf("--size", "", 0, 0, "missing size").WithHint("leave --size out for the default, 2048 entries")
 			}
 			if runF != nil {
 				return runF(o)
@@ -132,13 +140,16 @@ free events keep the set in a map of 65536 entries. Without --follow,
 	}
 	f := c.Flags()
 	f.StringVarP(&o.Input, "input", "i", "", "aggregate the events of this trace.dat file (gtrace record or trace-cmd) instead of live events")
-	f.VarP(&eventsValue{p: &o.Events}, "event", "e", "event to aggregate, SYS:EVENT, or a glob such as 'sched:*' (repeatable: one hist per event)")
-	f.StringSliceVarP(&o.Keys, "keys", "k", nil, "keys: FIELD[.MODIFIER][,...] (at most 3)")
-	f.StringSliceVar(&o.Vals, "vals", nil, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
-	f.StringSliceVarP(&o.Sort, "sort", "s", nil, "sort by up to two keys or values: NAME[.ascending|.descending]")
-	f.StringVar(&o.Size, "size", "", "table size in entries, rounded up to a power of two (128..131072, default 2048)")
-	f.StringVarP(&o.Filter, "filter", "f", "", "only count events that match this filter")
-	f.StringVar(&o.Name, "name", "", "not supported yet: named hists shared between events are refused (every hist has its own table)")
+	ev.event(f, "event to aggregate, SYS:EVENT, or a glob such as 'sched:*' (repeatable: one hist per event)")
+	ev.option(f, eventOption{name: "keys", short: "k", typ: "strings"}, "keys: FIELD[.MODIFIER][,...] (at most 3)")
+	ev.option(f, eventOption{name: "vals", typ: "strings"}, "values to sum: FIELD[.hex|.percent|.graph][,...] (hitcount is always counted)")
+	ev.option(f, eventOption{name: "sort", short: "s", typ: "strings"}, "sort by up to two keys or values: NAME[.ascending|.descending]")
+	ev.option(f, eventOption{name: "size", typ: "string", once: "a size", onceHint: "give --size once per -e"},
+		"table size in entries, rounded up to a power of two (128..131072, default 2048)")
+	ev.option(f, eventOption{name: "filter", short: "f", typ: "string", once: "a filter", onceHint: "join the two with && in one -f"},
+		"only count events that match this filter")
+	f.StringVar(&o.Name, "name", "", "named hists shared between events are refused (every hist has its own table)")
+	_ = f.MarkHidden("name") // shown once named hists work
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, comma-separated)")
 	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: count only those processes and every process they fork")
 	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to run until Ctrl-C", "stop after this long (e.g. 10s)")
@@ -186,31 +197,107 @@ func histEvents(c catalog.Catalog, names []string, offline bool) ([]string, erro
 	return out, nil
 }
 
-// histSpec parses the hist from the raw string or the flags.
-func histSpec(o *histOptions) (*parse.HistSpec, error) {
-	if o.Raw != "" {
-		return parse.ParseHist("hist", o.Raw)
+// histFlagNames are the options of an event's hist, as flags.
+var histFlagNames = []string{"keys", "vals", "sort", "size", "filter"}
+
+// bindHist gives event e its hist: its own 'hist:...' string, or its own
+// flags, each flag it does not give taken from common, the options before
+// the first -e. A hist given both as a string and with flags is refused,
+// as is an event with flags of its own when common is a string.
+func bindHist(e boundEvent, common eventOpts, name string) (histEvent, error) {
+	h := histEvent{Pattern: e.Pattern}
+	own := false
+	for _, n := range histFlagNames {
+		_, ok := e.Opts[n]
+		own = own || ok
 	}
-	return parse.HistFromFlags(parse.HistFlags{
-		Keys: o.Keys, Vals: o.Vals, Sort: o.Sort, Size: o.Size, Filter: o.Filter, Name: o.Name,
-	})
+	notBoth := usagef("give the hist of -e %s either as a 'hist:...' string or with -k/--vals/-s/--size/-f/--name, not both", e.Pattern)
+	if raw, ok := e.Opts["hist"]; ok {
+		if own || name != "" {
+			return h, notBoth
+		}
+		h.Raw = raw[0]
+		return h, nil
+	}
+	if raw, ok := common["hist"]; ok && !own {
+		for _, n := range histFlagNames {
+			if _, ok := common[n]; ok {
+				return h, notBoth
+			}
+		}
+		if name != "" {
+			return h, notBoth
+		}
+		h.Raw = raw[0]
+		return h, nil
+	} else if ok {
+		return h, usagef("-e %s has flags of its own, but the 'hist:...' string before the first -e is the hist of every event: give -e %s its own string, or give the hists with flags", e.Pattern, e.Pattern)
+	}
+	opt := func(n string) ([]string, bool) {
+		if v, ok := e.Opts[n]; ok {
+			return v, true
+		}
+		v, ok := common[n]
+		return v, ok
+	}
+	h.Flags.Keys, _ = opt("keys")
+	h.Flags.Vals, _ = opt("vals")
+	h.Flags.Sort, _ = opt("sort")
+	h.Flags.Name = name
+	if f, ok := opt("filter"); ok {
+		h.Flags.Filter = f[0]
+	}
+	if size, ok := opt("size"); ok {
+		if size[0] == "" {
+			return h, parse.Errorf("--size", "", 0, 0, "missing size").WithHint("leave --size out for the default, 2048 entries")
+		}
+		h.Flags.Size = size[0]
+	}
+	if len(h.Flags.Keys) == 0 {
+		return h, usagef("hist needs keys for -e %s: -k FIELD[,FIELD...] after it (or before the first -e, for every event) or a 'hist:keys=...' string", e.Pattern)
+	}
+	return h, nil
+}
+
+// histSpec parses the hist of an event from its string or its flags.
+func histSpec(h histEvent) (*parse.HistSpec, error) {
+	if h.Raw != "" {
+		return parse.ParseHist("hist", h.Raw)
+	}
+	return parse.HistFromFlags(h.Flags)
+}
+
+// histSpecs parses the hist of each -e and gives it to each event the -e
+// names (a glob names several), in command-line order, from c.
+func histSpecs(c catalog.Catalog, hists []histEvent, offline bool) ([]hist.EventHist, error) {
+	var out []hist.EventHist
+	for _, h := range hists {
+		spec, err := histSpec(h)
+		if err != nil {
+			return nil, err
+		}
+		events, err := histEvents(c, []string{h.Pattern}, offline)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range events {
+			out = append(out, hist.EventHist{Event: ev, Spec: spec})
+		}
+	}
+	return out, nil
 }
 
 func runHist(ctx context.Context, d *Deps, o *histOptions) error {
-	spec, err := histSpec(o)
-	if err != nil {
-		return err
-	}
 	fs, err := d.TraceFS()
 	if err != nil {
 		return err
 	}
-	events, err := histEvents(catalog.Live(fs), o.Events, false)
+	hists, err := histSpecs(catalog.Live(fs), o.Hists, false)
 	if err != nil {
 		return err
 	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Spec: spec, Events: events, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out,
+		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out,
 	})
 	if err != nil {
 		return err
@@ -230,10 +317,6 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 
 // runHistFile runs the hist over the records of a trace.dat file.
 func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
-	spec, err := histSpec(o)
-	if err != nil {
-		return err
-	}
 	f, cat, err := openFile(d, o.Input)
 	if err != nil {
 		return err
@@ -243,17 +326,17 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		warnDamage(d, o.Input, f)
 		warnSkipped(d, o.Input, "the hist", f)
 	}()
-	events, err := histEvents(cat, o.Events, true)
+	hists, err := histSpecs(cat, o.Hists, true)
 	if err != nil {
 		return err
 	}
 	var tables []*hist.Table
 	var infos []string
 	var damage error
-	for _, ev := range events {
-		t, err := hist.RunFile(ctx, spec, f, ev, hist.FileOptions{})
+	for _, h := range hists {
+		t, err := hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{})
 		if t == nil {
-			return spec.Locate(err)
+			return h.Spec.Locate(err)
 		}
 		if err != nil && ctx.Err() == nil {
 			// A damaged or cut file: print what could be read, then fail.
@@ -261,7 +344,7 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		}
 		t.Sort()
 		tables = append(tables, t)
-		infos = append(infos, spec.String()+" [active]")
+		infos = append(infos, h.Spec.String()+" [active]")
 		if ctx.Err() != nil {
 			break // interrupted: print the counts so far
 		}

@@ -164,7 +164,7 @@ func interpretRecords(t *testing.T, args []string, f *parse.Format, comm string,
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := histSpec(o)
+	spec, err := histSpec(o.Hists[0])
 	if err != nil {
 		t.Fatal(err)
 	}

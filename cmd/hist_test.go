@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
@@ -66,12 +68,86 @@ func TestHistCmdFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &histOptions{
-		Events: []string{"raw_syscalls:sys_enter"}, Keys: []string{"common_pid.execname", "id.syscall"}, Vals: []string{"args"},
-		Sort: []string{"hitcount.descending"}, Size: "100", Filter: "id == 1", PIDs: []int{1, os.Getpid()}, Follow: true, Interval: time.Second, Clear: true,
+		Hists: []histEvent{{Pattern: "raw_syscalls:sys_enter", Flags: parse.HistFlags{Keys: []string{"common_pid.execname,id.syscall"}, Vals: []string{"args"},
+			Sort: []string{"hitcount.descending"}, Size: "100", Filter: "id == 1"}}},
+		PIDs: []int{1, os.Getpid()}, Follow: true, Interval: time.Second, Clear: true,
 		Format: "json", Command: []string{"sleep", "1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options = %+v\nwant %+v", got, want)
+	}
+}
+
+// TestHistCmdBinding checks that the options of a hist bind to the -e
+// before them, those before the first -e to every event that does not
+// give its own, and a 'hist:...' string to the -e before it.
+func TestHistCmdBinding(t *testing.T) {
+	sw, enter := "sched:sched_switch", "raw_syscalls:sys_enter"
+	flags := func(pattern string, f parse.HistFlags) histEvent { return histEvent{Pattern: pattern, Flags: f} }
+	keys := func(k ...string) []string { return k }
+	tests := []struct {
+		args []string
+		want []histEvent
+	}{
+		{[]string{"-e", sw, "-k", "prev_comm", "-e", enter, "-k", "id.syscall"},
+			[]histEvent{flags(sw, parse.HistFlags{Keys: keys("prev_comm")}), flags(enter, parse.HistFlags{Keys: keys("id.syscall")})}},
+		// Before the first -e: for every event, option by option.
+		{[]string{"-k", "common_pid", "-s", "hitcount", "-f", "common_pid > 1", "-e", sw, "-e", enter, "-k", "id", "--vals", "args", "--size", "256"},
+			[]histEvent{
+				flags(sw, parse.HistFlags{Keys: keys("common_pid"), Sort: keys("hitcount"), Filter: "common_pid > 1"}),
+				flags(enter, parse.HistFlags{Keys: keys("id"), Vals: keys("args"), Sort: keys("hitcount"), Filter: "common_pid > 1", Size: "256"})}},
+		// A repeated list adds up; global flags do not cut the binding.
+		{[]string{"-e", sw, "-k", "prev_pid", "--format", "csv", "-k", "next_pid", "-e", enter, "-k", "id"},
+			[]histEvent{flags(sw, parse.HistFlags{Keys: keys("prev_pid", "next_pid")}), flags(enter, parse.HistFlags{Keys: keys("id")})}},
+		// A hist string goes with the -e before it, or every -e before the first.
+		{[]string{"-e", sw, "hist:keys=prev_pid", "-e", enter, "-k", "id"},
+			[]histEvent{{Pattern: sw, Raw: "hist:keys=prev_pid"}, flags(enter, parse.HistFlags{Keys: keys("id")})}},
+		{[]string{"-e", sw, "-k", "prev_pid", "-e", enter, "hist:keys=id"},
+			[]histEvent{flags(sw, parse.HistFlags{Keys: keys("prev_pid")}), {Pattern: enter, Raw: "hist:keys=id"}}},
+		{[]string{"hist:keys=common_pid", "-e", sw, "-e", enter},
+			[]histEvent{{Pattern: sw, Raw: "hist:keys=common_pid"}, {Pattern: enter, Raw: "hist:keys=common_pid"}}},
+	}
+	for _, tc := range tests {
+		var got *histOptions
+		c := newHistCmd(&Deps{}, func(o *histOptions) error { got = o; return nil })
+		c.SetArgs(tc.args)
+		if err := c.Execute(); err != nil {
+			t.Errorf("hist %q: %v", tc.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(got.Hists, tc.want) {
+			t.Errorf("hist %q:\n got %+v\nwant %+v", tc.args, got.Hists, tc.want)
+		}
+	}
+}
+
+// TestHistCmdBindingErrors checks the bindings that are refused: two of
+// a one-value option or two hist strings on one -e, a string and flags on
+// one -e, and an -e without keys.
+func TestHistCmdBindingErrors(t *testing.T) {
+	sw, enter := "sched:sched_switch", "raw_syscalls:sys_enter"
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-e", sw, "-k", "prev_pid", "-f", "prev_pid > 1", "-f", "prev_pid < 9"}, "-e sched:sched_switch already has a filter: join the two with && in one -f"},
+		{[]string{"-f", "common_pid > 1", "-f", "common_pid < 9", "-e", sw, "-k", "prev_pid"}, "the options before the first -e already has a filter"},
+		{[]string{"-e", sw, "-k", "prev_pid", "--size", "128", "--size", "256"}, "-e sched:sched_switch already has a size"},
+		{[]string{"-e", sw, "hist:keys=prev_pid", "hist:keys=next_pid"}, "-e sched:sched_switch already has a 'hist:...' string"},
+		{[]string{"-e", sw, "hist:keys=prev_pid", "-f", "prev_pid > 1"}, "give the hist of -e sched:sched_switch either as a 'hist:...' string or with -k/--vals/-s/--size/-f/--name, not both"},
+		{[]string{"hist:keys=common_pid", "-k", "common_pid", "-e", sw}, "not both"},
+		{[]string{"-e", sw, "-k", "prev_pid", "-e", enter, "hist:keys=id", "-k", "common_pid"}, "give the hist of -e raw_syscalls:sys_enter either as a 'hist:...' string"},
+		{[]string{"hist:keys=common_pid", "-e", sw, "-e", enter, "-k", "id"}, "-e raw_syscalls:sys_enter has flags of its own, but the 'hist:...' string before the first -e is the hist of every event"},
+		{[]string{"-e", sw, "-k", "prev_pid", "-e", enter}, "hist needs keys for -e raw_syscalls:sys_enter"},
+	}
+	for _, tc := range tests {
+		c := newHistCmd(&Deps{}, func(o *histOptions) error { return nil })
+		c.SetArgs(tc.args)
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		if err := c.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("hist %q: error %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
 

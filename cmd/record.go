@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +35,7 @@ var (
 
 func newRecordCmd(d *Deps, runF func(*recordOptions) error) *cobra.Command {
 	o := &recordOptions{}
+	ev := &eventFlags{}
 	c := &cobra.Command{
 		Use:   "record -e EVENT [-f FILTER] [-e EVENT [-f FILTER]]... [-o FILE] [-- CMD ARGS...]",
 		Short: "Record events into a trace.dat file, like trace-cmd record, in BPF",
@@ -107,6 +107,11 @@ fork and free events keep the set in a map of 65536 entries. Without
 			if len(args) > 0 {
 				return usagef("record takes no arguments, got %q (give events with -e, and put the command to trace after --)", args[0])
 			}
+			o.Events = nil
+			for _, e := range ev.Events {
+				filter, _ := e.Opts.get("filter")
+				o.Events = append(o.Events, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, "")})
+			}
 			if len(o.Events) == 0 {
 				return usagef("record needs an event: -e SYS:EVENT (gtrace list shows them)")
 			}
@@ -126,8 +131,9 @@ fork and free events keep the set in a map of 65536 entries. Without
 		},
 	}
 	f := c.Flags()
-	f.VarP(&eventFlag{&o.Events}, "event", "e", "event to record: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
-	f.VarP(&filterFlag{&o.Events}, "filter", "f", "filter for the events of the -e just before")
+	ev.event(f, "event to record: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
+	ev.option(f, eventOption{name: "filter", short: "f", typ: "FILTER", once: "a filter", onceHint: "join the two with && in one -f",
+		needsEvent: "a filter must follow the -e EVENT it filters"}, "filter for the events of the -e just before")
 	f.StringVarP(&o.Output, "output", "o", "trace.dat", "file to write")
 	intFlag(f, &o.BufferKB, "buffer-size", "b", record.DefaultBufferKB, 1, record.MaxBufferKB, "buffer size",
 		fmt.Sprintf("the ring buffer per CPU is 1 to %d KiB", record.MaxBufferKB),
@@ -143,50 +149,6 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	return c
 }
-
-// eventFlag is -e: each use adds an event to the list, in command-line
-// order, so that -f knows which event it follows.
-type eventFlag struct{ list *[]record.EventSpec }
-
-func (f *eventFlag) Set(s string) error {
-	if err := checkEventName(s); err != nil {
-		return err
-	}
-	*f.list = append(*f.list, record.EventSpec{Pattern: s})
-	return nil
-}
-
-func (f *eventFlag) String() string {
-	if f.list == nil {
-		return ""
-	}
-	var names []string
-	for _, e := range *f.list {
-		names = append(names, e.Pattern)
-	}
-	return strings.Join(names, ",")
-}
-
-func (f *eventFlag) Type() string { return "EVENT" }
-
-// filterFlag is -f: it sets the filter of the -e before it.
-type filterFlag struct{ list *[]record.EventSpec }
-
-func (f *filterFlag) Set(s string) error {
-	if len(*f.list) == 0 {
-		return errors.New("a filter must follow the -e EVENT it filters")
-	}
-	last := &(*f.list)[len(*f.list)-1]
-	if last.Filter != "" {
-		return fmt.Errorf("-e %s already has a filter: join the two with && in one -f", last.Pattern)
-	}
-	last.Filter = s
-	return nil
-}
-
-func (f *filterFlag) String() string { return "" }
-
-func (f *filterFlag) Type() string { return "FILTER" }
 
 func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	fs, err := d.TraceFS()

@@ -98,14 +98,19 @@ func LocalResolver() Resolver {
 	}
 }
 
-// LiveConfig is a live hist command: the hist, the events it runs on and
+// EventHist is a hist and the event it runs on.
+type EventHist struct {
+	Event string // SYS:EVENT or a unique EVENT
+	Spec  *parse.HistSpec
+}
+
+// LiveConfig is a live hist command: the hists, each on its event, and
 // how it prints.
 type LiveConfig struct {
-	Spec   *parse.HistSpec
-	Events []string // SYS:EVENT or a unique EVENT, one table each
-	PIDs   []int    // count only these processes (-P)
-	Format string   // text, json, csv or table
-	Clear  bool     // Tick prints and empties the tables (--interval --clear)
+	Hists  []EventHist // one table each, printed in this order
+	PIDs   []int       // count only these processes (-P)
+	Format string      // text, json, csv or table
+	Clear  bool        // Tick prints and empties the tables (--interval --clear)
 	Out    io.Writer
 	// Follow counts the processes of PIDs, and those that LiveJob.Follow
 	// names (the command), and every process they fork from the start
@@ -117,7 +122,7 @@ type LiveConfig struct {
 // package live's runner.
 type LiveJob struct {
 	cfg      LiveConfig
-	info     string
+	infos    []string // the trigger info of each compiled hist
 	compiled []*Compiled
 	lives    []*Live
 	follow   []uint32 // with cfg.Follow, the processes followed from the start
@@ -130,7 +135,7 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 	for i, p := range cfg.PIDs {
 		pids[i] = uint32(p)
 	}
-	j := &LiveJob{cfg: cfg, info: cfg.Spec.String() + " [active]"}
+	j := &LiveJob{cfg: cfg}
 	var follow *bpfgen.FollowSpec
 	if cfg.Follow {
 		var err error
@@ -139,8 +144,8 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
-	for _, name := range cfg.Events {
-		ev, err := fs.Lookup(name)
+	for _, h := range cfg.Hists {
+		ev, err := fs.Lookup(h.Event)
 		if err != nil {
 			return nil, err
 		}
@@ -152,19 +157,20 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
-		c, err := Build(cfg.Spec, f, o)
+		c, err := Build(h.Spec, f, o)
 		if err != nil {
 			return nil, err
 		}
 		j.compiled = append(j.compiled, c)
+		j.infos = append(j.infos, h.Spec.String()+" [active]")
 	}
 	return j, nil
 }
 
 // Describe prints the plans and the programs, for --dry-run.
 func (j *LiveJob) Describe(w io.Writer) error {
-	for _, c := range j.compiled {
-		fmt.Fprintf(w, "# trigger info: %s\n%s", j.info, c.Plan)
+	for i, c := range j.compiled {
+		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
@@ -245,7 +251,7 @@ func (j *LiveJob) print(clear bool) error {
 		}
 		t.Sort()
 		tables[i] = t
-		infos[i] = j.info
+		infos[i] = j.infos[i]
 	}
 	return Write(j.cfg.Out, j.cfg.Format, tables, infos, LocalResolver())
 }
