@@ -173,12 +173,7 @@ func TestPrivilegedHistJSON(t *testing.T) {
 	var hists []struct {
 		Trigger string
 		Entries []struct {
-			Keys []struct {
-				Name    string
-				Value   any
-				Display string
-			}
-			Comm     string
+			Keys     map[string]any
 			Hitcount uint64
 		}
 	}
@@ -187,10 +182,10 @@ func TestPrivilegedHistJSON(t *testing.T) {
 	}
 	found := 0
 	for _, e := range hists[0].Entries {
-		if e.Comm == commOf(t) && e.Keys[1].Display == "sys_getppid                   [110]" {
+		if e.Keys["common_pid.execname"] == commOf(t) && e.Keys["id.syscall"] == "sys_getppid" {
 			found++
-			if e.Hitcount != 777 {
-				t.Errorf("hitcount = %d, want 777", e.Hitcount)
+			if e.Hitcount != 777 || e.Keys["id"] != 110.0 {
+				t.Errorf("hitcount, id = %d, %v; want 777, 110", e.Hitcount, e.Keys["id"])
 			}
 		}
 	}

@@ -15,10 +15,10 @@ import (
 // per entry in its current order (call Table.Sort first); tables are
 // separated by an empty line. Columns:
 //
-//   - per key, its raw value under the field name (signed for signed
-//     fields, the exponent for .log2, the bucket start for .buckets=N),
-//     and for a key with a modifier other than .usecs the kernel's text for it under
-//     "name.modifier" (for example "id.syscall": "sys_read [  0]");
+//   - per key, its values, not the kernel's text: one column or more, as
+//     keyColumns lists them (for example "common_pid" 10752 and
+//     "common_pid.execname" memfd:sealed-91, "id" 202 and "id.syscall"
+//     sys_futex);
 //   - "hitcount", unless the spec says nohitcount;
 //   - per value, under "name" or "name.modifier", its sum in decimal,
 //     or for .percent its share of the column as the kernel prints it
@@ -54,11 +54,8 @@ func writeCSVTable(cw *csv.Writer, t *Table, r Resolver) {
 	stats := columnStats(t, cols)
 	noHitcount := p.Spec != nil && p.Spec.NoHitcount
 	var row []string
-	for _, k := range p.Keys {
-		row = append(row, k.Spec.Name)
-		if keyHasDisplay(&k) {
-			row = append(row, fieldLabel(k.Spec))
-		}
+	for i := range p.Keys {
+		row = append(row, keyColumns(&p.Keys[i])...)
 	}
 	if !noHitcount {
 		row = append(row, "hitcount")
@@ -67,15 +64,16 @@ func writeCSVTable(cw *csv.Writer, t *Table, r Resolver) {
 		row = append(row, fieldLabel(c.spec))
 	}
 	_ = cw.Write(row)
+	var cells []any
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		row = row[:0]
+		cells = cells[:0]
 		for j := range p.Keys {
-			k := &p.Keys[j]
-			row = append(row, keyRawText(k, &e.Keys[j]))
-			if keyHasDisplay(k) {
-				row = append(row, keyDisplay(k, &e.Keys[j], e.Comm, r))
-			}
+			cells = keyCells(cells, &p.Keys[j], &e.Keys[j], e.Comm, r)
+		}
+		for _, c := range cells {
+			row = append(row, cellText(c))
 		}
 		if !noHitcount {
 			row = append(row, strconv.FormatUint(e.Hitcount, 10))
@@ -90,12 +88,6 @@ func writeCSVTable(cw *csv.Writer, t *Table, r Resolver) {
 		}
 		_ = cw.Write(row)
 	}
-}
-
-// keyHasDisplay reports whether a key's text differs in kind from its raw
-// value, so that CSV gives it a column of its own.
-func keyHasDisplay(k *Key) bool {
-	return k.Kind == KeyNumber && k.Spec.Mod != parse.ModNone && k.Spec.Mod != parse.ModUsecs
 }
 
 // fieldLabel is a field as written in a trigger: "name" or

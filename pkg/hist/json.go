@@ -18,17 +18,35 @@ type jsonTable struct {
 }
 
 type jsonEntry struct {
-	Keys     []jsonKey   `json:"keys"`
-	Comm     string      `json:"comm,omitempty"`
+	Keys     jsonKeys    `json:"keys"`
 	Hitcount uint64      `json:"hitcount"`
 	Values   []jsonValue `json:"values"`
 }
 
-type jsonKey struct {
-	Name     string `json:"name"`
-	Modifier string `json:"modifier"`
-	Value    any    `json:"value"`
-	Display  string `json:"display"`
+// jsonKeys are the key columns of an entry (keyColumns), an object whose
+// members are in column order.
+type jsonKeys struct {
+	names []string
+	cells []any
+}
+
+func (k jsonKeys) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, name := range k.names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		n, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(k.cells[i])
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, n...), ':'), v...)
+	}
+	return append(b, '}'), nil
 }
 
 type jsonValue struct {
@@ -47,17 +65,18 @@ type jsonTotals struct {
 // WriteJSON writes tables as a JSON array, one object per table:
 //
 //	{"event": "sys:ev", "trigger": "<trigger info>",
-//	 "entries": [{"keys": [{"name", "modifier", "value", "display"}],
-//	              "comm" (only with an .execname key), "hitcount",
+//	 "entries": [{"keys": {"<column>": value, ...}, "hitcount",
 //	              "values": [{"name", "modifier", "value"}]}],
 //	 "totals": {"hits", "entries", "dropped", "lost"}}
 //
-// A key's value is the raw number (signed for signed fields; the exponent
-// for .log2, the bucket start for .buckets=N) or the string; display is
-// the kernel's text for it without padding. Values are the raw sums,
+// An entry's keys are the columns CSV gives them (keyColumns), in order,
+// each a number or a string: the raw value under the field's name and,
+// for keys the kernel prints as names, the name beside it, as in
+// {"common_pid": 10752, "common_pid.execname": "memfd:sealed-91",
+// "id": 202, "id.syscall": "sys_futex"}. Values are the raw sums,
 // including hitcount.percent and hitcount.graph (as the hitcount); the
 // hitcount is always given, even with nohitcount. Modifiers are as written
-// in the trigger ("hex", "buckets=10"), "" for none. Entries are in their
+// in the trigger ("hex", "percent"), "" for none. Entries are in their
 // current order (call Table.Sort first).
 func WriteJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
 	if len(triggerInfo) != len(tables) {
@@ -79,9 +98,9 @@ func WriteJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) e
 func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 	p := t.Plan
 	cols := valueColumns(p)
-	execname := false
-	for _, k := range p.Keys {
-		execname = execname || k.Kind == KeyNumber && k.Spec.Mod == parse.ModExecname
+	var names []string
+	for i := range p.Keys {
+		names = append(names, keyColumns(&p.Keys[i])...)
 	}
 	jt := jsonTable{
 		Event:   p.Event,
@@ -91,18 +110,9 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]
-		je := jsonEntry{Keys: make([]jsonKey, len(p.Keys)), Hitcount: e.Hitcount, Values: make([]jsonValue, len(cols))}
+		je := jsonEntry{Keys: jsonKeys{names: names}, Hitcount: e.Hitcount, Values: make([]jsonValue, len(cols))}
 		for j := range p.Keys {
-			k := &p.Keys[j]
-			je.Keys[j] = jsonKey{
-				Name:     k.Spec.Name,
-				Modifier: modifierText(k.Spec),
-				Value:    keyRaw(k, &e.Keys[j]),
-				Display:  keyDisplay(k, &e.Keys[j], e.Comm, r),
-			}
-		}
-		if execname {
-			je.Comm = e.Comm
+			je.Keys.cells = keyCells(je.Keys.cells, &p.Keys[j], &e.Keys[j], e.Comm, r)
 		}
 		for j := range cols {
 			c := &cols[j]
@@ -124,17 +134,6 @@ func keyRaw(k *Key, v *KeyValue) any {
 		return int64(v.Num)
 	}
 	return v.Num
-}
-
-// keyRawText is keyRaw as text.
-func keyRawText(k *Key, v *KeyValue) string {
-	switch {
-	case k.Kind == KeyString:
-		return untilNUL(v.Str)
-	case signedKey(k):
-		return strconv.FormatInt(int64(v.Num), 10)
-	}
-	return strconv.FormatUint(v.Num, 10)
 }
 
 // signedKey reports whether key k's numbers are signed: a signed field

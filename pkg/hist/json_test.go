@@ -3,6 +3,7 @@ package hist
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,8 +26,8 @@ func TestWriteJSONGolden(t *testing.T) {
 }
 
 // TestWriteJSONSchema decodes the output generically and checks the
-// schema's promises: raw numbers exact, signed keys signed, comm only with
-// an .execname key, hitcount always present.
+// schema's promises: raw numbers exact, signed keys signed, the name of
+// an .execname or .hex key beside its number, hitcount always present.
 func TestWriteJSONSchema(t *testing.T) {
 	p := plan("a:b", []Key{sgnKey("ret", parse.ModNone), numKey("addr", parse.ModHex), sgnKey("common_pid", parse.ModExecname), strKey("comm")},
 		[]parse.HistField{fld("hitcount", parse.ModPercent), fld("bytes", parse.ModNone)})
@@ -38,7 +39,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	if err := WriteJSON(&b, []*Table{tbl}, []string{"hist:keys=ret [active]"}, Resolver{}); err != nil {
 		t.Fatalf("WriteJSON() = %v", err)
 	}
-	dec := json.NewDecoder(&b)
+	dec := json.NewDecoder(bytes.NewReader(b.Bytes()))
 	dec.UseNumber()
 	var got []map[string]any
 	if err := dec.Decode(&got); err != nil {
@@ -52,23 +53,26 @@ func TestWriteJSONSchema(t *testing.T) {
 		t.Errorf("event, trigger = %v, %v", gt["event"], gt["trigger"])
 	}
 	e := gt["entries"].([]any)[0].(map[string]any)
-	ks := e["keys"].([]any)
-	wantKeys := []map[string]any{
-		{"name": "ret", "modifier": "", "value": json.Number("-2"), "display": "18446744073709551614"},
-		{"name": "addr", "modifier": "hex", "value": json.Number("9223372036854775809"), "display": "8000000000000001"},
-		{"name": "common_pid", "modifier": "execname", "value": json.Number("0"), "display": "<idle>          [         0]"},
-		{"name": "comm", "modifier": "", "value": "swapper/0", "display": "swapper/0"},
+	wantKeys := map[string]any{
+		"ret":                 json.Number("-2"),
+		"addr":                json.Number("9223372036854775809"),
+		"addr.hex":            "8000000000000001",
+		"common_pid":          json.Number("0"),
+		"common_pid.execname": "<idle>",
+		"comm":                "swapper/0",
 	}
-	for i, want := range wantKeys {
-		k := ks[i].(map[string]any)
-		for f, v := range want {
-			if k[f] != v {
-				t.Errorf("keys[%d].%s = %#v, want %#v", i, f, k[f], v)
-			}
+	if ks := e["keys"].(map[string]any); !reflect.DeepEqual(ks, wantKeys) {
+		t.Errorf("keys = %#v\nwant %#v", ks, wantKeys)
+	}
+	if e["hitcount"] != json.Number("7") {
+		t.Errorf("hitcount = %v, want 7", e["hitcount"])
+	}
+	// The keys' members are in column order.
+	order := []string{`"ret"`, `"addr"`, `"addr.hex"`, `"common_pid"`, `"common_pid.execname"`, `"comm"`}
+	for i := 1; i < len(order); i++ {
+		if strings.Index(b.String(), order[i-1]) > strings.Index(b.String(), order[i]) {
+			t.Errorf("key %s before %s in:\n%s", order[i], order[i-1], b.String())
 		}
-	}
-	if e["comm"] != "<idle>" || e["hitcount"] != json.Number("7") {
-		t.Errorf("comm, hitcount = %v, %v, want <idle>, 7", e["comm"], e["hitcount"])
 	}
 	vals := e["values"].([]any)
 	if len(vals) != 2 || vals[0].(map[string]any)["modifier"] != "percent" || vals[1].(map[string]any)["value"] != json.Number("18446744073709551615") {
@@ -81,7 +85,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		}
 	}
 
-	// No .execname key: no comm.
+	// No comm beside the keys.
 	b.Reset()
 	plain := &Table{Plan: plan("a:b", []Key{numKey("k", parse.ModNone)}, nil), Entries: []Entry{entry(1, "bash", keys(num(1)))}}
 	if err := WriteJSON(&b, []*Table{plain}, []string{"x"}, Resolver{}); err != nil || strings.Contains(b.String(), `"comm"`) {

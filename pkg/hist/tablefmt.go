@@ -17,9 +17,10 @@ import (
 // title line "<event>: <trigger info>", a header row of the keys, the
 // hitcount (unless nohitcount) and the values, one row per entry in its
 // current order (call Table.Sort first), a footer with the column totals,
-// and a line with the hits, entries, dropped and lost counts. Cells hold
-// the kernel's text without its padding, except that plain keys of signed
-// fields print signed. Tables are separated by an empty line.
+// and a line with the hits, entries, dropped and lost counts. Keys are
+// the columns of values that CSV gives them (keyColumns), names aligned
+// left and numbers right; values are as the kernel prints them, without
+// the padding. Tables are separated by an empty line.
 func WriteTable(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
 	if len(triggerInfo) != len(tables) {
 		return fmt.Errorf("write hist table: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
@@ -50,18 +51,21 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 
 	var header, footer []string
 	var align []tw.Align
-	for i, k := range p.Keys {
-		header = append(header, fieldLabel(k.Spec))
-		if i == 0 {
-			footer = append(footer, "Totals")
-		} else {
-			footer = append(footer, "")
+	for i := range p.Keys {
+		k := &p.Keys[i]
+		for j, name := range keyColumns(k) {
+			header = append(header, name)
+			if len(footer) == 0 {
+				footer = append(footer, "Totals")
+			} else {
+				footer = append(footer, "")
+			}
+			if textColumn(k, j) {
+				align = append(align, tw.AlignLeft)
+			} else {
+				align = append(align, tw.AlignRight)
+			}
 		}
-		a := tw.AlignLeft
-		if k.Kind == KeyNumber && (k.Spec.Mod == parse.ModNone || k.Spec.Mod == parse.ModHex || k.Spec.Mod == parse.ModUsecs) {
-			a = tw.AlignRight
-		}
-		align = append(align, a)
 	}
 	if !noHitcount {
 		header = append(header, "hitcount")
@@ -97,16 +101,16 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 	)
 	tbl.Header(header)
 	var val []byte
+	var cells []any
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		row := make([]string, 0, len(header))
+		cells = cells[:0]
 		for j := range p.Keys {
-			k := &p.Keys[j]
-			if signedKey(k) && (k.Spec.Mod == parse.ModNone || k.Spec.Mod == parse.ModUsecs) {
-				row = append(row, keyRawText(k, &e.Keys[j]))
-			} else {
-				row = append(row, keyDisplay(k, &e.Keys[j], e.Comm, r))
-			}
+			cells = keyCells(cells, &p.Keys[j], &e.Keys[j], e.Comm, r)
+		}
+		for _, c := range cells {
+			row = append(row, cellText(c))
 		}
 		if !noHitcount {
 			row = append(row, strconv.FormatUint(e.Hitcount, 10))

@@ -34,7 +34,7 @@ func TestWriteTableFooter(t *testing.T) {
 	for _, want := range []string{
 		"kmem:kmalloc: hist:keys=call_site.sym [active]\n",
 		"call_site.sym",
-		"[ffffffff811e2a1b] seq_buf_alloc ",
+		"│ 18446744071580822043 │ seq_buf_alloc           │",
 		"Totals",
 		" 5 ", " 120 ",
 		"Hits: 5  Entries: 2  Dropped: 4  Lost: 5\n",

@@ -169,11 +169,6 @@ func appendKeyText(b []byte, k *Key, v *KeyValue, comm string, r Resolver) []byt
 	return appendNum(b, v.Num, 10, 10) // %10llu
 }
 
-// keyDisplay is the kernel's text for one key value, without the padding.
-func keyDisplay(k *Key, v *KeyValue, comm string, r Resolver) string {
-	return strings.TrimSpace(string(appendKeyText(nil, k, v, comm, r)))
-}
-
 // appendNum appends v in base 10 or 16, right-aligned in width bytes
 // (printf's %<width>llu and %<width>llx).
 func appendNum(b []byte, v uint64, base, width int) []byte {
