@@ -159,11 +159,17 @@ type pidsValue struct {
 	p       *[]int
 	flag    string
 	changed bool
+	// notRunning, when not nil, receives the error of the first id that
+	// is not a running process instead of Set, for a command that
+	// judges it later (hist -P over a file names past processes).
+	notRunning *error
 }
 
-// pidsFlag defines a process id list flag.
-func pidsFlag(f *pflag.FlagSet, p *[]int, name, short, usage string) {
-	f.VarP(&pidsValue{p: p, flag: flagName(name, short)}, name, short, usage)
+// pidsFlag defines a process id list flag and returns it.
+func pidsFlag(f *pflag.FlagSet, p *[]int, name, short, usage string) *pidsValue {
+	v := &pidsValue{p: p, flag: flagName(name, short)}
+	f.VarP(v, name, short, usage)
+	return v
 }
 
 func (v *pidsValue) Set(s string) error {
@@ -184,7 +190,13 @@ func (v *pidsValue) Set(s string) error {
 			return parse.Errorf(v.flag, s, off, end, "process id %s out of range", item).WithHint("process ids are 1 to %d", maxPID)
 		}
 		if e := processError(n); e != "" {
-			return parse.Errorf(v.flag, s, off, end, "%s", e).WithHint("-P takes the ids of running processes (ps -e or pgrep show them)")
+			err := parse.Errorf(v.flag, s, off, end, "%s", e).WithHint("-P takes the ids of running processes (ps -e or pgrep show them)")
+			if v.notRunning == nil {
+				return err
+			}
+			if *v.notRunning == nil {
+				*v.notRunning = err
+			}
 		}
 		*v.p = append(*v.p, n)
 		off = end + 1

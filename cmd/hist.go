@@ -41,6 +41,7 @@ var histFormats = []string{"text", "json", "csv", "table"}
 func newHistCmd(d *Deps, runF func(*histOptions) error) *cobra.Command {
 	o := &histOptions{}
 	ev := &eventFlags{}
+	var notRunning error // a -P that names no running process: an error unless -i
 	c := &cobra.Command{
 		Use:   "hist [-k KEYS]... -e SYS:EVENT [-k KEYS] [--vals VALS] [-s SORT] [--size N] [-f FILTER] ['hist:...'] [-e ...]... [-i FILE] [-- CMD ARGS...]",
 		Short: "Aggregate events into a histogram, like the kernel's hist triggers, in BPF",
@@ -65,7 +66,9 @@ It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
 attached, and gtrace exits with CMD's exit status. Stopped by signal N, it
 prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).
-Events of all processes count unless -P names some.
+Events of all processes count unless -P names some. Over a file (-i), -P
+matches the records' common_pid, a task id: trace.dat keeps no thread group
+ids, so for a process with threads that is its main thread.
 
 --follow, with -- CMD or -P, counts only CMD or the processes of -P and
 every process they fork from then on, children and grandchildren, from the
@@ -99,6 +102,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
+  # the system calls of task 1234 in a recording (its records' common_pid)
+  gtrace hist -i trace.dat -P 1234 -e raw_syscalls:sys_enter -k id.syscall
+
   # show the plan and the generated BPF, load nothing
   gtrace hist -e raw_syscalls:sys_enter -k id.syscall --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -120,8 +126,11 @@ free events keep the set in a map of 65536 entries. Without --follow,
 				}
 				o.Hists = append(o.Hists, h)
 			}
-			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || len(o.PIDs) > 0 || o.Follow || o.DryRun) {
-				return usagef("-i reads a recorded file: --duration, --interval, -P, --follow, --dry-run and -- CMD apply to live hists only")
+			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || o.Follow || o.DryRun) {
+				return usagef("-i reads a recorded file: --duration, --interval, --follow, --dry-run and -- CMD apply to live hists only")
+			}
+			if o.Input == "" && notRunning != nil {
+				return notRunning
 			}
 			if err := checkFollow(o.Follow, o.Command, o.PIDs); err != nil {
 				return err
@@ -150,7 +159,7 @@ free events keep the set in a map of 65536 entries. Without --follow,
 		"only count events that match this filter")
 	f.StringVar(&o.Name, "name", "", "named hists shared between events are refused (every hist has its own table)")
 	_ = f.MarkHidden("name") // shown once named hists work
-	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, comma-separated)")
+	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
 	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: count only those processes and every process they fork")
 	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to run until Ctrl-C", "stop after this long (e.g. 10s)")
 	durationFlag(f, &o.Interval, "interval", time.Millisecond, "print every 1ms or more; leave --interval out to print once, at the end", "print the hist every interval (at least 1ms)")
@@ -334,7 +343,7 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	var infos []string
 	var damage error
 	for _, h := range hists {
-		t, err := hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{})
+		t, err := hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{PIDs: o.PIDs})
 		if t == nil {
 			return h.Spec.Locate(err)
 		}

@@ -76,4 +76,10 @@ func TestPrivilegedHistTwoEventsOwnKeys(t *testing.T) {
 		t.Fatalf("gtrace hist -i exit %d, stderr:\n%s", code, errOut)
 	}
 	checkTwoHists(t, out, want)
+
+	// -P over the file: pid 1 made none of the workload's records.
+	out, errOut, code = run(t, append([]string{"hist", "-i", file, "-P", "1"}, args...)...)
+	if code != 0 || strings.Count(out, "# event histogram\n") != 2 || strings.Contains(out, "\n{ ") {
+		t.Fatalf("gtrace hist -i -P 1: exit %d, want two empty hists, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 }

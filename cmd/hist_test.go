@@ -248,3 +248,23 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion bash: exit %d, %.40q", code, out.String())
 	}
 }
+
+// TestHistFilePIDs checks that -P over a file (-i) takes the ids of
+// processes that are gone, which a live -P refuses.
+func TestHistFilePIDs(t *testing.T) {
+	pid := deadPID(t)
+	dead := strconv.Itoa(pid)
+	var got *histOptions
+	c := newHistCmd(&Deps{}, func(o *histOptions) error { got = o; return nil })
+	c.SetArgs([]string{"-P", dead + ",1", "-i", "x.dat", "-e", "raw_syscalls:sys_enter", "-k", "id"})
+	if err := c.Execute(); err != nil || !reflect.DeepEqual(got.PIDs, []int{pid, 1}) {
+		t.Fatalf("hist -i -P %s,1: %v, pids %v", dead, err, got)
+	}
+	c = newHistCmd(&Deps{}, func(o *histOptions) error { return nil })
+	c.SetArgs([]string{"-P", dead, "-e", "raw_syscalls:sys_enter", "-k", "id"})
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	if err := c.Execute(); err == nil || !strings.Contains(err.Error(), "no process "+dead) {
+		t.Fatalf("live hist -P %s: %v, want no process", dead, err)
+	}
+}

@@ -31,6 +31,11 @@ type FileOptions struct {
 	// GOMAXPROCS. With 1 the records are read in one goroutine, in the
 	// order of the file's merged timeline.
 	Workers int
+	// PIDs, when not empty, counts only the records of these tasks, by
+	// their common_pid: a trace.dat file keeps no thread group ids, so
+	// for a process with threads that is its main thread (whose id is
+	// the process's).
+	PIDs []int
 }
 
 // commLen is the longest task name the kernel saves (TASK_COMM_LEN - 1).
@@ -119,6 +124,12 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 	if err != nil {
 		return nil, err
 	}
+	if len(o.PIDs) > 0 {
+		r.pids = map[int32]bool{}
+		for _, pid := range o.PIDs {
+			r.pids[int32(pid)] = true
+		}
+	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -202,6 +213,7 @@ type fileRun struct {
 	needComm bool // the comm of each record is looked up
 	saveComm bool // .execname: entries keep the comm they were created with
 	cmdlines map[int]string
+	pids     map[int32]bool // count only records of these common_pids; nil: all
 }
 
 // fileKey is one key slot of the BPF layout and how to fill it.
@@ -395,6 +407,9 @@ func (w *fileWorker) add(rec *tracedat.Record) bool {
 		return true
 	}
 	pid := recordPID(d)
+	if w.r.pids != nil && !w.r.pids[pid] {
+		return true
+	}
 	var comm string
 	if w.r.needComm {
 		comm = w.commOf(pid)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -302,6 +303,33 @@ func TestRunFileFullOrder(t *testing.T) {
 	for _, e := range got.Entries {
 		if e.Keys[0].Num != 101 || e.Keys[1].Num >= 128 {
 			t.Fatalf("RunFile kept key {%d, %d}, want only CPU 1's first 128 keys", int64(e.Keys[0].Num), e.Keys[1].Num)
+		}
+	}
+}
+
+// TestRunFilePIDs counts only the records of the tasks of FileOptions.PIDs,
+// by common_pid, at one worker and at several.
+func TestRunFilePIDs(t *testing.T) {
+	var recs []fileRec
+	for i, pid := range []int32{100, 101, 102, 100, 103, 101, 100} {
+		recs = append(recs, fileRec{cpu: i % 2, ts: uint64(10 + i), data: sysEnter(t, pid, 1)})
+	}
+	f := writeFile(t, 2, recs)
+	spec, err := parse.ParseHist("hist", "keys=common_pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 2} {
+		got, err := RunFile(context.Background(), spec, f, "sys_enter", FileOptions{Workers: workers, PIDs: []int{100, 101, 999}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[uint64]uint64{}
+		for _, e := range got.Entries {
+			counts[e.Keys[0].Num] += e.Hitcount
+		}
+		if want := map[uint64]uint64{100: 3, 101: 2}; !reflect.DeepEqual(counts, want) {
+			t.Errorf("RunFile(workers %d, PIDs 100,101,999) = %v, want %v", workers, counts, want)
 		}
 	}
 }
