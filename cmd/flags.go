@@ -256,20 +256,6 @@ func checkEventName(s string) error {
 	return nil
 }
 
-// eventsValue is a repeatable -e that keeps the names in order.
-type eventsValue struct{ p *[]string }
-
-func (v *eventsValue) Set(s string) error {
-	if err := checkEventName(s); err != nil {
-		return err
-	}
-	*v.p = append(*v.p, s)
-	return nil
-}
-
-func (v *eventsValue) String() string { return strings.Join(*v.p, ",") }
-func (v *eventsValue) Type() string   { return "stringArray" }
-
 // checkFollow refuses --follow without a process to follow: -- CMD or -P.
 func checkFollow(follow bool, command []string, pids []int) error {
 	if !follow || len(command) > 0 || len(pids) > 0 {
