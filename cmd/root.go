@@ -136,6 +136,7 @@ CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
 		return &usageError{err}
 	})
 	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil), newRecordCmd(d, nil), newReportCmd(d, nil), newRecoverCmd(d, nil), newVersionCmd(d))
+	registerCompletions(d, root)
 	return root
 }
 
