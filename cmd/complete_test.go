@@ -8,12 +8,12 @@ import (
 	"github.com/gtrace/gtrace/internal/testutil"
 )
 
-// completeBin runs gtrace __complete ARGS (what the scripts of gtrace
+// completeArgs runs gtrace __complete ARGS (what the scripts of gtrace
 // completion run on TAB) and returns the candidates and the directive
 // line; stderr must hold only cobra's note of the directive.
-func completeBin(t *testing.T, args ...string) (cands []string, directive string) {
+func completeArgs(t *testing.T, args ...string) (cands []string, directive string) {
 	t.Helper()
-	out, errOut, code := gtraceBin(t, nil, append([]string{"__complete"}, args...)...)
+	out, errOut, code := runWithStdin(t, nil, append([]string{"__complete"}, args...)...)
 	if code != 0 || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "Completion ended with directive:") {
 		t.Fatalf("gtrace __complete %q: exit %d, stderr %q", args, code, errOut)
 	}
@@ -24,8 +24,8 @@ func completeBin(t *testing.T, args ...string) (cands []string, directive string
 // Directives of cobra's __complete: 4 no file names, 6 no file names
 // and no space after the candidate.
 const (
-	noFiles        = ":4"
-	noFilesNoSpace = ":6"
+	compNoFiles        = ":4"
+	compNoFilesNoSpace = ":6"
 )
 
 // TestCompleteFromFile: with -i FILE, events and fields come from the
@@ -37,25 +37,25 @@ func TestCompleteFromFile(t *testing.T) {
 		want      []string
 		directive string
 	}{
-		{[]string{"hist", "-i", sample, "-e", "sched:sched_sw"}, []string{"sched:sched_swap_numa", "sched:sched_switch"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "sch"}, []string{"sched:"}, noFilesNoSpace},
-		{[]string{"list", "-i", sample, "raw_syscalls:"}, []string{"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"}, noFiles},
-		{[]string{"list", "-i", sample, "sched:*", "ftrace:pr"}, []string{"ftrace:print"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-k", "prev_p"}, []string{"prev_pid", "prev_prio"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-k", "next_comm,common_pid.e"}, []string{"next_comm,common_pid.execname"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "--vals", "prev_prio.p"}, []string{"prev_prio.percent"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-s", "hitcount.d"}, []string{"hitcount.descending"}, noFiles},
-		{[]string{"hist", "-i", sample, "-e", "raw_syscalls:sys_enter", "-e", "sched:sched_switch", "-f", "prev_pid == 0 && next_c"}, []string{"prev_pid == 0 && next_comm"}, noFiles},
-		{[]string{"hist", "--format", ""}, []string{"text", "json", "csv", "table"}, noFiles},
-		{[]string{"report", "--format", "nd"}, []string{"text", "json", "ndjson"}, noFiles}, // the shell filters
-		{[]string{"record", "-C", ""}, []string{"mono", "boot", "tai"}, noFiles},
-		{[]string{"record", "--compression", ""}, []string{"none", "zstd"}, noFiles},
-		{[]string{"list", "--format", ""}, []string{"text", "json"}, noFiles},
-		{[]string{"hist", "-i", "no-such-file.dat", "-e", "sch"}, nil, noFiles},
-		{[]string{"hist", "-i", sample, "-k", "prev"}, nil, noFiles}, // no -e yet
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_sw"}, []string{"sched:sched_swap_numa", "sched:sched_switch"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "sch"}, []string{"sched:"}, compNoFilesNoSpace},
+		{[]string{"list", "-i", sample, "raw_syscalls:"}, []string{"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"}, compNoFiles},
+		{[]string{"list", "-i", sample, "sched:*", "ftrace:pr"}, []string{"ftrace:print"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-k", "prev_p"}, []string{"prev_pid", "prev_prio"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-k", "next_comm,common_pid.e"}, []string{"next_comm,common_pid.execname"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "--vals", "prev_prio.p"}, []string{"prev_prio.percent"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "-s", "hitcount.d"}, []string{"hitcount.descending"}, compNoFiles},
+		{[]string{"hist", "-i", sample, "-e", "raw_syscalls:sys_enter", "-e", "sched:sched_switch", "-f", "prev_pid == 0 && next_c"}, []string{"prev_pid == 0 && next_comm"}, compNoFiles},
+		{[]string{"hist", "--format", ""}, []string{"text", "json", "csv", "table"}, compNoFiles},
+		{[]string{"report", "--format", "nd"}, []string{"text", "json", "ndjson"}, compNoFiles}, // the shell filters
+		{[]string{"record", "-C", ""}, []string{"mono", "boot", "tai"}, compNoFiles},
+		{[]string{"record", "--compression", ""}, []string{"none", "zstd"}, compNoFiles},
+		{[]string{"list", "--format", ""}, []string{"text", "json"}, compNoFiles},
+		{[]string{"hist", "-i", "no-such-file.dat", "-e", "sch"}, nil, compNoFiles},
+		{[]string{"hist", "-i", sample, "-k", "prev"}, nil, compNoFiles}, // no -e yet
 	}
 	for _, tc := range tests {
-		got, directive := completeBin(t, tc.args...)
+		got, directive := completeArgs(t, tc.args...)
 		if len(got) == 0 {
 			got = nil
 		}
@@ -82,7 +82,7 @@ func TestPrivilegedCompleteLive(t *testing.T) {
 		{[]string{"record", "-e", "sched:sched_switch", "-f", "next_p"}, "next_pid"},
 	}
 	for _, tc := range tests {
-		got, _ := completeBin(t, tc.args...)
+		got, _ := completeArgs(t, tc.args...)
 		found := false
 		for _, c := range got {
 			if c == tc.want {

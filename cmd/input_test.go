@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// gtraceBin runs gtrace, the test binary as main.go runs it, with args
+// runWithStdin runs gtrace, the test binary as main.go runs it, with args
 // and stdin, and returns its output and exit status.
-func gtraceBin(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+func runWithStdin(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -43,7 +43,7 @@ func TestReportPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, errOut, code := gtraceBin(t, nil, "report", "-i", sample)
+	want, errOut, code := runWithStdin(t, nil, "report", "-i", sample)
 	if code != 0 || want != readGolden(t, "sched_switch.report.txt") {
 		t.Fatalf("report -i: exit %d, stderr %q, output differs from trace-cmd's", code, errOut)
 	}
@@ -57,7 +57,7 @@ func TestReportPipe(t *testing.T) {
 			w.Write(data)
 			w.Close()
 		}()
-		got, errOut, code := gtraceBin(t, r, args...)
+		got, errOut, code := runWithStdin(t, r, args...)
 		r.Close()
 		if code != 0 || got != want {
 			t.Errorf("cat sample | gtrace %q: exit %d, stderr %q, %d bytes; want the %d bytes of report -i", args, code, errOut, len(got), len(want))
@@ -70,7 +70,7 @@ func TestReportPipe(t *testing.T) {
 		{[]string{"list", "-i", "-", "sched:*"}, "sched:sched_switch\n"},
 		{[]string{"hist", "-i", "-", "-e", "sched:sched_switch", "-k", "prev_pid"}, "    Hits: 95\n"},
 	} {
-		out, errOut, code := gtraceBin(t, bytes.NewReader(data), tc.args...)
+		out, errOut, code := runWithStdin(t, bytes.NewReader(data), tc.args...)
 		if code != 0 || !strings.Contains(out, tc.want) {
 			t.Errorf("gtrace %q < sample: exit %d, stderr %q, stdout lacks %q", tc.args, code, errOut, tc.want)
 		}
@@ -99,7 +99,7 @@ func TestReportUnreadable(t *testing.T) {
 		{[]string{"list", "-i", "-"}, "hello, this is text\n", `gtrace: read -: not a trace.dat file (it starts with "hello, thi")` + "\n"},
 		{[]string{"report", dir}, "", "gtrace: open " + dir + ": is a directory: a trace.dat file is a regular file or a pipe\n"},
 	} {
-		out, errOut, code := gtraceBin(t, strings.NewReader(tc.stdin), tc.args...)
+		out, errOut, code := runWithStdin(t, strings.NewReader(tc.stdin), tc.args...)
 		if code != exitFailure || out != "" || errOut != tc.want {
 			t.Errorf("gtrace %q: exit %d, stdout %q, stderr %q; want exit 1 and %q", tc.args, code, out, errOut, tc.want)
 		}
@@ -113,12 +113,12 @@ func TestReportCPUOutOfRange(t *testing.T) {
 		{"7", "gtrace: --cpu:1:1: no CPU 7 in " + sample + "\n  7\n  ^\n  hint: the file has CPUs 0-1\n"},
 		{"0,1-9", "gtrace: --cpu:1:3: no CPU 2 in " + sample + "\n  0,1-9\n    ^~~\n  hint: the file has CPUs 0-1\n"},
 	} {
-		out, errOut, code := gtraceBin(t, nil, "report", "--cpu", tc.cpus, sample)
+		out, errOut, code := runWithStdin(t, nil, "report", "--cpu", tc.cpus, sample)
 		if code != exitUsage || out != "" || errOut != tc.want {
 			t.Errorf("report --cpu %s: exit %d, stdout %q, stderr\n%s\nwant exit 2 and\n%s", tc.cpus, code, out, errOut, tc.want)
 		}
 	}
-	if out, errOut, code := gtraceBin(t, nil, "report", "--cpu", "1", sample); code != 0 || !strings.HasPrefix(out, "cpus=2\n") {
+	if out, errOut, code := runWithStdin(t, nil, "report", "--cpu", "1", sample); code != 0 || !strings.HasPrefix(out, "cpus=2\n") {
 		t.Errorf("report --cpu 1: exit %d, stderr %q", code, errOut)
 	}
 }

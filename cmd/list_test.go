@@ -191,11 +191,11 @@ func TestPrivilegedFileCommandsAsNobody(t *testing.T) {
 // --format json, with and without -F, parses with encoding/json into
 // what the text list says.
 func TestListPatternsAndJSON(t *testing.T) {
-	out, errOut, code := gtraceBin(t, nil, "list", "-i", sample, "sched:sched_switch", "raw_syscalls:*", "sched_switch")
+	out, errOut, code := runWithStdin(t, nil, "list", "-i", sample, "sched:sched_switch", "raw_syscalls:*", "sched_switch")
 	if code != 0 || out != "raw_syscalls:sys_enter\nraw_syscalls:sys_exit\nsched:sched_switch\n" || errOut != "" {
 		t.Errorf("list of three patterns: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	out, errOut, code = gtraceBin(t, nil, "list", "-i", sample, "sched:sched_switch", "nosuch")
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "sched:sched_switch", "nosuch")
 	if code != exitFailure || out != "sched:sched_switch\n" || errOut != "gtrace: no event of trace.dat file "+sample+" matches \"nosuch\"\n" {
 		t.Errorf("list of a pattern that matches and one that does not: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -213,11 +213,11 @@ func TestListPatternsAndJSON(t *testing.T) {
 			Fields       []field
 		}
 	}
-	out, errOut, code = gtraceBin(t, nil, "list", "-i", sample, "--format", "json", "sched:*")
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "--format", "json", "sched:*")
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 		t.Fatalf("list --format json: exit %d, %v, stderr %q", code, err, errOut)
 	}
-	text, _, _ := gtraceBin(t, nil, "list", "-i", sample, "sched:*")
+	text, _, _ := runWithStdin(t, nil, "list", "-i", sample, "sched:*")
 	var names []string
 	for _, e := range doc.Events {
 		if e.ID != nil || e.Fields != nil || e.PrintFmt != nil {
@@ -229,7 +229,7 @@ func TestListPatternsAndJSON(t *testing.T) {
 		t.Errorf("list --format json lists %q, the text list\n%s", names, text)
 	}
 
-	out, errOut, code = gtraceBin(t, nil, "list", "-i", sample, "--format", "json", "-F", "sched:sched_switch")
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "--format", "json", "-F", "sched:sched_switch")
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Events) != 1 {
 		t.Fatalf("list --format json -F: exit %d, %v, %d events, stderr %q", code, err, len(doc.Events), errOut)
 	}
