@@ -60,7 +60,7 @@ which are those of the kernel that recorded it.`,
 			return runList(d, o)
 		},
 	}
-	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file instead of the kernel's")
+	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file (- reads standard input) instead of the kernel's")
 	c.Flags().BoolVarP(&o.Fields, "fields", "F", false, "print each event's fields")
 	enumFlag(c.Flags(), &o.Format, "format", "", "text", listFormats, "format", "", "output format: text, or json (one document)")
 	return c

@@ -28,7 +28,7 @@ var reportFormats = []string{"text", "json", "ndjson"}
 func newReportCmd(d *Deps, runF func(*reportOptions) error) *cobra.Command {
 	o := &reportOptions{}
 	c := &cobra.Command{
-		Use:   "report [-i FILE | FILE] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson]",
+		Use:   "report [-i FILE | FILE | -] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson]",
 		Short: "Print a trace.dat file as trace-cmd report does",
 		Long: `Print the events of a trace.dat file (versions 6 and 7, uncompressed or zstd;
 made by gtrace record or by trace-cmd) byte for byte as trace-cmd report prints
@@ -83,7 +83,7 @@ complete page.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&o.Input, "input", "i", "trace.dat", "the trace.dat file to read")
+	f.StringVarP(&o.Input, "input", "i", "trace.dat", "the trace.dat file to read (- reads standard input)")
 	f.StringArrayVarP(&o.Filters, "filter", "F", nil, "only events matching 'EVENT[,EVENT...][: FILTER]' (repeatable)")
 	f.Var(&cpusValue{p: &o.CPUs, flag: "--cpu"}, "cpu", "only these CPUs, e.g. 0,2-3")
 	f.BoolVarP(&o.Ns, "ns", "t", false, "print timestamps in nanoseconds")
