@@ -217,7 +217,7 @@ func TestBadInput(t *testing.T) {
 		// list.
 		{[]string{"list", "-i", ""}, 2, `-i needs a trace.dat file`, false},
 		{[]string{"list", "-i", missing}, 1, `^gtrace: open \S+missing.dat: no such file or directory\n$`, false},
-		{[]string{"list", "a", "b"}, 2, `accepts at most 1 arg`, false},
+		{[]string{"list", "a", "sched:sw[z-"}, 2, `^gtrace: pattern:1:9: bad glob "sw\[z-"\n  sched:sw\[z-\n {10}\^~~\n`, true},
 	}
 	for _, tc := range tests {
 		name := strings.Join(tc.args, " ")

@@ -2,7 +2,11 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -10,20 +14,31 @@ import (
 )
 
 type listOptions struct {
-	Input   string
-	Pattern string
-	Fields  bool
+	Input    string
+	Patterns []string
+	Fields   bool
+	Format   string
 }
+
+var listFormats = []string{"text", "json"}
 
 func newListCmd(d *Deps, runF func(*listOptions) error) *cobra.Command {
 	o := &listOptions{}
 	c := &cobra.Command{
-		Use:   "list [-i FILE] [PATTERN] [-F]",
+		Use:   "list [-i FILE] [PATTERN...] [-F] [--format text|json]",
 		Short: "List trace events and, with -F, their fields",
 		Long: `List the kernel's trace events as SYSTEM:EVENT, or with -i those a trace.dat
-file holds (ftrace's own events included). PATTERN is a trace-cmd style event
-pattern: SYS:EVENT, SYS:*, *:EVENT, EVENT or SYS, each part a shell glob.
+file holds (ftrace's own events included; -i - reads the file from standard
+input). PATTERN is a trace-cmd style event pattern: SYS:EVENT, SYS:*,
+*:EVENT, EVENT or SYS, each part a shell glob; with several, the events of
+any of them are listed, once each. A pattern that matches nothing exits 1
+with one line on stderr, as grep does; a bad glob is bad input (exit 2).
 With -F, print each event's fields as its format file describes them.
+
+--format json prints one document, {"events":[...]}, one event object a
+line: system and name, and with -F also id, print_fmt and fields, each
+field's name, type (the C type without the name), offset, size, signed and
+common (one of the common_* fields every event has).
 
 Listing a file needs no privileges: it reads the formats the file stores,
 which are those of the kernel that recorded it.`,
@@ -31,12 +46,11 @@ which are those of the kernel that recorded it.`,
   gtrace list 'sched:*'
   gtrace list raw_syscalls:sys_enter -F
   gtrace list -i trace.dat
-  gtrace list -i other-box.dat 'syscalls:sys_enter_open*' -F`,
-		Args: cobra.MaximumNArgs(1),
+  gtrace list -i other-box.dat 'syscalls:sys_enter_open*' -F
+  gtrace list 'sched:*' 'irq:*'
+  gtrace list --format json sched:sched_switch -F | jq '.events[].fields[].name'`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Pattern = args[0]
-			}
+			o.Patterns = args
 			if c.Flags().Changed("input") && o.Input == "" {
 				return usagef("-i needs a trace.dat file")
 			}
@@ -46,8 +60,9 @@ which are those of the kernel that recorded it.`,
 			return runList(d, o)
 		},
 	}
-	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file instead of the kernel's")
+	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file (- reads standard input) instead of the kernel's")
 	c.Flags().BoolVarP(&o.Fields, "fields", "F", false, "print each event's fields")
+	enumFlag(c.Flags(), &o.Format, "format", "", "text", listFormats, "format", "", "output format: text, or json (one document)")
 	return c
 }
 
@@ -68,23 +83,39 @@ func runList(d *Deps, o *listOptions) error {
 		}
 		c = catalog.Live(fs)
 	}
-	pattern := o.Pattern
-	if pattern == "" {
-		pattern = "*:*"
+	patterns := o.Patterns
+	if len(patterns) == 0 {
+		patterns = []string{"*:*"}
 	}
-	evs, err := catalog.Match(c, pattern)
-	if err != nil {
-		return err
+	evs, matchErr := catalog.MatchAll(c, "pattern", patterns)
+	var nm *catalog.NoMatchError
+	if matchErr != nil && (!errors.As(matchErr, &nm) || len(evs) == 0) {
+		return matchErr
 	}
 	w := bufio.NewWriter(d.Out)
+	var err error
+	if o.Format == "json" {
+		err = listJSON(w, c, evs, o.Fields)
+	} else {
+		err = listText(w, c, evs, o.Fields)
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err == nil {
+		err = matchErr
+	}
+	return err
+}
+
+func listText(w io.Writer, c catalog.Catalog, evs []catalog.Event, fields bool) error {
 	for _, e := range evs {
 		fmt.Fprintln(w, e)
-		if !o.Fields {
+		if !fields {
 			continue
 		}
 		f, _, err := c.Format(e)
 		if err != nil {
-			w.Flush()
 			return err
 		}
 		for _, fld := range f.Fields {
@@ -95,5 +126,55 @@ func runList(d *Deps, o *listOptions) error {
 			fmt.Fprintf(w, "\tfield:%s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", fld.Decl(), fld.Offset, fld.Size, sign)
 		}
 	}
-	return w.Flush()
+	return nil
+}
+
+// jsonEvent is an event of list --format json; the fields with -F.
+type jsonEvent struct {
+	System   string      `json:"system"`
+	Name     string      `json:"name"`
+	ID       *int        `json:"id,omitempty"`
+	PrintFmt *string     `json:"print_fmt,omitempty"`
+	Fields   []jsonField `json:"fields,omitempty"`
+}
+
+type jsonField struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+	Signed bool   `json:"signed"`
+	Common bool   `json:"common"`
+}
+
+// listJSON prints {"events":[...]}, one event a line.
+func listJSON(w io.Writer, c catalog.Catalog, evs []catalog.Event, fields bool) error {
+	io.WriteString(w, `{"events":[`)
+	for i, e := range evs {
+		je := jsonEvent{System: e.System, Name: e.Name}
+		if fields {
+			f, _, err := c.Format(e)
+			if err != nil {
+				return err
+			}
+			je.ID, je.PrintFmt = &f.ID, &f.PrintFmt
+			je.Fields = make([]jsonField, len(f.Fields))
+			for j, fld := range f.Fields {
+				je.Fields[j] = jsonField{fld.Name, fld.Type, fld.Offset, fld.Size, fld.Signed, fld.Common}
+			}
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(je); err != nil {
+			return err
+		}
+		if i > 0 {
+			io.WriteString(w, ",")
+		}
+		io.WriteString(w, "\n")
+		w.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	}
+	_, err := io.WriteString(w, "\n]}\n")
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,14 +23,21 @@ func TestListCmdFlags(t *testing.T) {
 		want listOptions
 	}{
 		{nil, listOptions{}},
-		{[]string{"sched:*", "-F"}, listOptions{Pattern: "sched:*", Fields: true}},
-		{[]string{"-i", "x.dat", "sys_enter"}, listOptions{Input: "x.dat", Pattern: "sys_enter"}},
+		{[]string{"sched:*", "-F"}, listOptions{Patterns: []string{"sched:*"}, Fields: true}},
+		{[]string{"-i", "x.dat", "sys_enter"}, listOptions{Input: "x.dat", Patterns: []string{"sys_enter"}}},
+		{[]string{"sched:*", "irq:*", "--format", "json"}, listOptions{Patterns: []string{"sched:*", "irq:*"}, Format: "json"}},
 	}
 	for _, tc := range tests {
 		var got *listOptions
 		c := newListCmd(&Deps{}, func(o *listOptions) error { got = o; return nil })
 		c.SetArgs(tc.args)
-		if err := c.Execute(); err != nil || got == nil || *got != tc.want {
+		if tc.want.Format == "" {
+			tc.want.Format = "text"
+		}
+		if len(tc.want.Patterns) == 0 {
+			tc.want.Patterns = []string{}
+		}
+		if err := c.Execute(); err != nil || got == nil || !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("list %q: Execute() = %v, options %+v, want %+v", tc.args, err, got, tc.want)
 		}
 	}
@@ -72,17 +80,20 @@ func TestListErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"list", "-i", sample, "sched_swich"}, exitUsage,
-			`gtrace: unknown event "sched_swich" in trace.dat file ` + sample + ` (did you mean "sched:sched_switch"?); gtrace list -i ` + sample + " shows the events\n"},
-		{[]string{"list", "sched:sched_swich"}, exitUsage,
-			`gtrace: unknown event "sched:sched_swich" (did you mean "sched:sched_switch", "sched:sched_waking"?); gtrace list shows the events` + "\n"},
+		{[]string{"list", "-i", sample, "sched_swich"}, exitFailure,
+			`gtrace: no event of trace.dat file ` + sample + ` matches "sched_swich" (did you mean "sched:sched_switch"?)` + "\n"},
+		{[]string{"list", "sched:sched_swich"}, exitFailure,
+			`gtrace: no event matches "sched:sched_swich" (did you mean "sched:sched_switch", "sched:sched_waking"?)` + "\n"},
+		{[]string{"list", "nosuch:*", "-F", "--format", "json"}, exitFailure, `gtrace: no event matches "nosuch:*"` + "\n"},
+		{[]string{"list", "sched:*", "sched:sw[z-"}, exitUsage, "gtrace: pattern:1:9: bad glob \"sw[z-\"\n  sched:sw[z-\n          ^~~\n"},
+		{[]string{"list", "--format", "yaml"}, exitUsage, `gtrace: --format:1:1: invalid format "yaml"`},
 		{[]string{"list", "-i", "no-such-file.dat"}, exitFailure, "gtrace: open no-such-file.dat: no such file or directory\n"},
 		{[]string{"list", "-i", ""}, exitUsage, "gtrace: -i needs a trace.dat file\n"},
 	}
 	for _, tc := range tests {
 		d, out, errb := fakeDeps(t)
 		code := runDeps(d, tc.args...)
-		if code != tc.code || !strings.HasPrefix(errb.String(), tc.want) || out.Len() != 0 {
+		if code != tc.code || !strings.HasPrefix(errb.String(), tc.want) || out.Len() != 0 || tc.code == exitFailure && strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("gtrace %q: exit %d, stdout %q, stderr\n%s\nwant exit %d and\n%s", tc.args, code, out, errb, tc.code, tc.want)
 		}
 	}
@@ -172,5 +183,72 @@ func TestPrivilegedFileCommandsAsNobody(t *testing.T) {
 	var doc struct{ Events []json.RawMessage }
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Events) != 26 {
 		t.Errorf("report -F --format json as nobody: exit %d, %v, %d events (want 26), stderr %q", code, err, len(doc.Events), errOut)
+	}
+}
+
+// TestListPatternsAndJSON: several patterns list each matching event
+// once; one that matches nothing still lists the others' and exits 1;
+// --format json, with and without -F, parses with encoding/json into
+// what the text list says.
+func TestListPatternsAndJSON(t *testing.T) {
+	out, errOut, code := runWithStdin(t, nil, "list", "-i", sample, "sched:sched_switch", "raw_syscalls:*", "sched_switch")
+	if code != 0 || out != "raw_syscalls:sys_enter\nraw_syscalls:sys_exit\nsched:sched_switch\n" || errOut != "" {
+		t.Errorf("list of three patterns: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "sched:sched_switch", "nosuch")
+	if code != exitFailure || out != "sched:sched_switch\n" || errOut != "gtrace: no event of trace.dat file "+sample+" matches \"nosuch\"\n" {
+		t.Errorf("list of a pattern that matches and one that does not: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	type field struct {
+		Name, Type     string
+		Offset, Size   int
+		Signed, Common bool
+	}
+	var doc struct {
+		Events []struct {
+			System, Name string
+			ID           *int
+			PrintFmt     *string `json:"print_fmt"`
+			Fields       []field
+		}
+	}
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "--format", "json", "sched:*")
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+		t.Fatalf("list --format json: exit %d, %v, stderr %q", code, err, errOut)
+	}
+	text, _, _ := runWithStdin(t, nil, "list", "-i", sample, "sched:*")
+	var names []string
+	for _, e := range doc.Events {
+		if e.ID != nil || e.Fields != nil || e.PrintFmt != nil {
+			t.Errorf("list --format json without -F: %s:%s has an id, fields or print_fmt", e.System, e.Name)
+		}
+		names = append(names, e.System+":"+e.Name+"\n")
+	}
+	if strings.Join(names, "") != text {
+		t.Errorf("list --format json lists %q, the text list\n%s", names, text)
+	}
+
+	out, errOut, code = runWithStdin(t, nil, "list", "-i", sample, "--format", "json", "-F", "sched:sched_switch")
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Events) != 1 {
+		t.Fatalf("list --format json -F: exit %d, %v, %d events, stderr %q", code, err, len(doc.Events), errOut)
+	}
+	e := doc.Events[0]
+	if e.ID == nil || *e.ID != 372 || e.PrintFmt == nil || !strings.HasPrefix(*e.PrintFmt, `"prev_comm=%s prev_pid=%d`) {
+		t.Errorf("list --format json -F: id %v, print_fmt %v", e.ID, e.PrintFmt)
+	}
+	want := map[string]field{
+		"common_type": {"common_type", "unsigned short", 0, 2, false, true},
+		"prev_comm":   {"prev_comm", "char[16]", 8, 16, false, false},
+		"next_pid":    {"next_pid", "pid_t", 56, 4, true, false},
+	}
+	for _, f := range e.Fields {
+		if w, ok := want[f.Name]; ok && f != w {
+			t.Errorf("list --format json -F: field %+v, want %+v", f, w)
+		}
+		delete(want, f.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("list --format json -F: no fields %v", want)
 	}
 }

@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
 )
 
 type reportOptions struct {
 	Input   string
 	Filters []string
-	CPUs    []int // nil: every CPU
+	CPUs    []int  // nil: every CPU
+	CPUText string // --cpu as given, for errors
 	Ns      bool
 	Raw     bool
 	Stat    bool
@@ -25,7 +28,7 @@ var reportFormats = []string{"text", "json", "ndjson"}
 func newReportCmd(d *Deps, runF func(*reportOptions) error) *cobra.Command {
 	o := &reportOptions{}
 	c := &cobra.Command{
-		Use:   "report [-i FILE | FILE] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson]",
+		Use:   "report [-i FILE | FILE | -] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson]",
 		Short: "Print a trace.dat file as trace-cmd report does",
 		Long: `Print the events of a trace.dat file (versions 6 and 7, uncompressed or zstd;
 made by gtrace record or by trace-cmd) byte for byte as trace-cmd report prints
@@ -49,6 +52,10 @@ instance). --cpu then numbers the CPUs of all instances one after the other,
 as trace-cmd does: the top instance's are 0 to N-1 (N of cpus=N), the next
 instance's follow, and so on.
 
+FILE - (or /dev/stdin) reads the file from standard input, a pipe: it is
+copied to a temporary file, unlinked at once, since a trace.dat file is
+read at any offset.
+
 A recording that was killed before it finished is reported up to its last
 complete page.`,
 		Example: `  gtrace report
@@ -56,7 +63,8 @@ complete page.`,
   gtrace report -F 'sched_switch: prev_pid == 0 || next_pid == 0'
   gtrace report -F 'raw_syscalls:sys_enter: id == 110' --format json
   gtrace report --format ndjson | jq -c 'select(.pid == 42)'
-  gtrace report --stat other-box.dat`,
+  gtrace report --stat other-box.dat
+  ssh box 'trace-cmd record -o - ...' | gtrace report -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -65,6 +73,9 @@ complete page.`,
 				}
 				o.Input = args[0]
 			}
+			if c.Flags().Changed("cpu") {
+				o.CPUText = c.Flags().Lookup("cpu").Value.String()
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -72,7 +83,7 @@ complete page.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&o.Input, "input", "i", "trace.dat", "the trace.dat file to read")
+	f.StringVarP(&o.Input, "input", "i", "trace.dat", "the trace.dat file to read (- reads standard input)")
 	f.StringArrayVarP(&o.Filters, "filter", "F", nil, "only events matching 'EVENT[,EVENT...][: FILTER]' (repeatable)")
 	f.Var(&cpusValue{p: &o.CPUs, flag: "--cpu"}, "cpu", "only these CPUs, e.g. 0,2-3")
 	f.BoolVarP(&o.Ns, "ns", "t", false, "print timestamps in nanoseconds")
@@ -89,6 +100,9 @@ func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 	}
 	defer f.Close()
 	defer warnDamage(d, o.Input, f)
+	if err := checkCPUs(o, report.CPUCount(f)); err != nil {
+		return err
+	}
 	events, warns, err := report.ParseEventFilters(cat, o.Filters)
 	if err != nil {
 		return err
@@ -112,4 +126,30 @@ func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 		err = ferr
 	}
 	return err
+}
+
+// checkCPUs refuses a --cpu list that names a CPU the file does not have
+// (n CPUs): the caret is under the first item that does.
+func checkCPUs(o *reportOptions, n int) error {
+	if len(o.CPUs) == 0 || o.CPUs[len(o.CPUs)-1] < n {
+		return nil
+	}
+	have := "no CPUs"
+	switch n {
+	case 0:
+	case 1:
+		have = "CPU 0"
+	default:
+		have = fmt.Sprintf("CPUs 0-%d", n-1)
+	}
+	off := 0
+	for _, item := range strings.Split(o.CPUText, ",") {
+		cpus, err := parse.CPUList("--cpu", item)
+		if err == nil && len(cpus) > 0 && cpus[len(cpus)-1] >= n {
+			return parse.Errorf("--cpu", o.CPUText, off, off+len(item), "no CPU %d in %s", max(cpus[0], n), shellWord(o.Input)).
+				WithHint("the file has %s", have)
+		}
+		off += len(item) + 1
+	}
+	return nil
 }

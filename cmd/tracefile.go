@@ -9,11 +9,18 @@ import (
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
+// stdinName is the file name that means standard input.
+const stdinName = "-"
+
 // openFile opens a trace.dat file, or an interrupted recording (its
 // metadata and per-CPU spools) up to its last complete page, with its
-// catalog. report, list -i and hist -i use it. An interrupted recording
-// gets a one-line note on d.Err that says how to recover it.
+// catalog; "-" reads one from d.In, a pipe or a file. report, list -i and
+// hist -i use it. An interrupted recording gets a one-line note on d.Err
+// that says how to recover it.
 func openFile(d *Deps, p string) (*tracedat.File, catalog.Catalog, error) {
+	if p == stdinName {
+		return catalog.ReadFile(d.In, p)
+	}
 	f, c, err := catalog.OpenFile(p)
 	if err == nil && f.Interrupted {
 		q := shellWord(p)

@@ -1,9 +1,27 @@
 package cmd
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
+
+// newVersionCmd is gtrace version, which prints what gtrace --version
+// prints.
+func newVersionCmd(d *Deps) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print gtrace's version, as --version does",
+		Example: `  gtrace version`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			_, err := fmt.Fprintf(d.Out, "gtrace version %s\n", versionText())
+			return err
+		},
+	}
+}
 
 // commit and date, like version, may be set at build time, as goreleaser
 // does: -ldflags "-X github.com/gtrace/gtrace/cmd.commit=... -X

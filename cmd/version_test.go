@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,20 @@ func TestFormatVersion(t *testing.T) {
 				t.Errorf("formatVersion(%q, %q, %q, %+v) = %q, want %q", tt.ver, tt.commit, tt.date, tt.info, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersionCommand: gtrace version prints what gtrace --version prints.
+func TestVersionCommand(t *testing.T) {
+	want, errOut, code := runWithStdin(t, nil, "--version")
+	if code != 0 || !strings.HasPrefix(want, "gtrace version ") || errOut != "" {
+		t.Fatalf("gtrace --version: exit %d, stdout %q, stderr %q", code, want, errOut)
+	}
+	got, errOut, code := runWithStdin(t, nil, "version")
+	if code != 0 || got != want || errOut != "" {
+		t.Errorf("gtrace version: exit %d, stdout %q, stderr %q; want %q", code, got, errOut, want)
+	}
+	if _, errOut, code := runWithStdin(t, nil, "version", "x"); code != exitUsage {
+		t.Errorf("gtrace version x: exit %d, stderr %q; want 2", code, errOut)
 	}
 }

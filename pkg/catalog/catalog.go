@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
 	"sync"
@@ -175,6 +176,17 @@ func OpenFile(name string) (*tracedat.File, Catalog, error) {
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	return f, newFile(f, name), nil
+}
+
+// ReadFile reads a trace.dat file from r, a stream such as standard
+// input (see tracedat.ReadStream), and returns it with its catalog, whose
+// Where names it name. The caller closes the file.
+func ReadFile(r io.Reader, name string) (*tracedat.File, Catalog, error) {
+	f, err := tracedat.ReadStream(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return f, newFile(f, name), nil
 }

@@ -54,10 +54,7 @@ func newMerge(ctx context.Context, f *tracedat.File, cpus []int) *merge {
 	m := &merge{ctx: ctx}
 	first := 0 // the number of the instance's CPU 0
 	for _, b := range bufs {
-		n := cpuCount(f)
-		if b.Name != "" && len(b.CPUs) > 0 {
-			n = max(n, b.CPUs[len(b.CPUs)-1].CPU+1)
-		}
+		n := instanceCPUs(f, b)
 		var sel []int // the instance's CPUs that cpus selects
 		for _, c := range cpus {
 			if c >= first && c < first+n {
@@ -78,6 +75,27 @@ func newMerge(ctx context.Context, f *tracedat.File, cpus []int) *merge {
 		}
 	}
 	return m
+}
+
+// instanceCPUs is how many CPU numbers --cpu gives the instance b of f:
+// as many as cpus=N says, or more for an instance other than the top one
+// whose data names a higher CPU.
+func instanceCPUs(f *tracedat.File, b *tracedat.Buffer) int {
+	n := cpuCount(f)
+	if b.Name != "" && len(b.CPUs) > 0 {
+		n = max(n, b.CPUs[len(b.CPUs)-1].CPU+1)
+	}
+	return n
+}
+
+// CPUCount returns how many CPUs Options.CPUs numbers in f: its CPUs 0 to
+// CPUCount-1, those of all its instances one after the other.
+func CPUCount(f *tracedat.File) int {
+	n := 0
+	for _, b := range reportOrder(f) {
+		n += instanceCPUs(f, b)
+	}
+	return n
 }
 
 // reportOrder returns f's instances in the order trace-cmd reports them:

@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -21,11 +23,21 @@ const (
 )
 
 // Open opens the trace.dat file at path and reads its metadata. The file
-// stays open for (*File).Records until Close.
+// stays open for (*File).Records until Close. A pipe or a character
+// device at path (as /dev/stdin is in a pipeline) is read to its end
+// first, with ReadStream.
 func Open(path string) (*File, error) {
-	fh, st, err := openRegular(path)
+	fh, st, err := openInput(path)
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		defer fh.Close()
+		f, err := ReadStream(fh)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return f, nil
 	}
 	f, err := Read(fh, st.Size())
 	if err != nil {
@@ -36,23 +48,68 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
-// openRegular opens path for reading if it is a regular file. A trace.dat
-// file is read at any offset, not as a stream; a named pipe is opened
-// without waiting for a writer, then refused.
-func openRegular(path string) (*os.File, fs.FileInfo, error) {
+// ReadStream reads a trace.dat file from r, a stream such as a pipe: a
+// trace.dat file is read at any offset, so r is copied to its end into
+// a new file in the temporary directory (created as the writer creates
+// files, mode 0600, never through a link), which is unlinked at once:
+// nothing is left behind, and Close frees it.
+func ReadStream(r io.Reader) (*File, error) {
+	tmp, err := createTemp(filepath.Join(os.TempDir(), "gtrace-stream"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(tmp.Name()); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	n, err := io.Copy(tmp, r)
+	if err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("copy to a temporary file: %w", err)
+	}
+	f, err := Read(tmp, n)
+	if err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	f.closer = tmp
+	return f, nil
+}
+
+// streamed reports whether a file of mode m is read as a stream, by
+// ReadStream: a pipe or a character device.
+func streamed(m fs.FileMode) bool {
+	return m&fs.ModeNamedPipe != 0 || m&fs.ModeCharDevice != 0
+}
+
+// openInput opens path for reading if it is a regular file, a pipe or a
+// character device. A pipe is opened without waiting for a writer (one
+// without a writer reads as an empty file).
+func openInput(path string) (*os.File, fs.FileInfo, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	st, err := fh.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("is %s: a trace.dat file must be a regular file (it is read at any offset, not as a stream)", fileKind(st.Mode()))}
+	if err == nil && !st.Mode().IsRegular() && !streamed(st.Mode()) {
+		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("is %s: a trace.dat file is a regular file or a pipe", fileKind(st.Mode()))}
 	}
 	if err != nil {
 		fh.Close()
 		return nil, nil, err
 	}
 	return fh, st, nil
+}
+
+// openRegular opens path for reading if it is a regular file: the parts
+// of an interrupted recording are read at any offset, in place.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	fh, st, err := openInput(path)
+	if err == nil && !st.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("is %s: an interrupted recording is a regular file", fileKind(st.Mode()))}
+	}
+	return fh, st, err
 }
 
 // Close closes the file opened by Open. It does nothing for a File made
@@ -117,6 +174,9 @@ func (rd *reader) read() error {
 	}
 	rd.cpuCount = -1
 	d, err := rd.readHeader()
+	if errors.Is(err, ErrEmpty) || errors.Is(err, ErrNotTraceDat) {
+		return err // about the file as a whole
+	}
 	if err != nil {
 		return fmt.Errorf("read header: %w", err)
 	}
@@ -134,9 +194,22 @@ func (rd *reader) read() error {
 // readHeader reads the initial header and returns a decoder placed after it.
 func (rd *reader) readHeader() (*decoder, error) {
 	f := rd.f
+	if rd.size == 0 {
+		return nil, ErrEmpty
+	}
 	d := newFileDecoder(rd.r, rd.size, 0, binary.LittleEndian)
+	if rd.size < int64(len(magic)) {
+		// Cut short in its magic, or not a trace.dat file at all.
+		b := make([]byte, rd.size)
+		if _, err := rd.r.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if !strings.HasPrefix(magic, string(b)) {
+			return nil, fmt.Errorf("%w (it starts with %q)", ErrNotTraceDat, b)
+		}
+	}
 	if b := d.need(int64(len(magic)), "magic"); b != nil && string(b) != magic {
-		return nil, fmt.Errorf("not a trace.dat file: magic %q, want %q", b, magic)
+		return nil, fmt.Errorf("%w (it starts with %q)", ErrNotTraceDat, b)
 	}
 	vpos := d.pos
 	ver := d.cstring("version")

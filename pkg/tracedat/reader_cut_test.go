@@ -63,8 +63,12 @@ func checkCuts(t *testing.T, data []byte, cuts []int64) {
 		}
 		f, err := Read(bytes.NewReader(data[:cut]), cut)
 		if cut < full.metaEnd {
-			if err == nil || !errors.Is(err, ErrTruncated) {
-				t.Fatalf("cut at %#x (metadata ends at %#x): Read error = %v, want ErrTruncated", cut, full.metaEnd, err)
+			want := ErrTruncated
+			if cut == 0 {
+				want = ErrEmpty
+			}
+			if err == nil || !errors.Is(err, want) {
+				t.Fatalf("cut at %#x (metadata ends at %#x): Read error = %v, want %v", cut, full.metaEnd, err, want)
 			}
 			continue
 		}

@@ -40,8 +40,10 @@ func TestReadErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"empty", nil, "read header: at offset 0x0: magic: 10 bytes needed, 0 left: file truncated", ErrTruncated},
-		{"not trace.dat", []byte("hello, world, this is text"), "not a trace.dat file", nil},
+		{"empty", nil, "empty file", ErrEmpty},
+		{"not trace.dat", []byte("hello, world, this is text"), `not a trace.dat file (it starts with "hello, wor")`, ErrNotTraceDat},
+		{"short text", []byte("hello\n"), `not a trace.dat file (it starts with "hello\n")`, ErrNotTraceDat},
+		{"cut in the magic", []byte("\x17\x08Dtr"), "read header: at offset 0x0: magic: 10 bytes needed, 5 left: file truncated", ErrTruncated},
 		{"version 5", patch(none, func(b []byte) { b[10] = '5' }), `file version "5"`, errors.ErrUnsupported},
 		{"endianness", patch(none, func(b []byte) { b[12] = 2 }), "at offset 0xc: endianness byte 2", nil},
 		{"page size", patch(none, func(b []byte) { le.PutUint32(b[14:], 0) }), "at offset 0xe: page size 0 out of range", nil},
@@ -239,7 +241,7 @@ func TestOpen(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not a trace"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "bad.dat: read header") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "bad.dat: not a trace.dat file") {
 		t.Errorf("Open(bad) = %v, want an error naming the file", err)
 	}
 	f, err := Open(sampleFile)

@@ -160,6 +160,13 @@ type Record struct {
 // the file: the file was cut short.
 var ErrTruncated = errors.New("file truncated")
 
+// ErrEmpty is returned by Read for a file of no bytes.
+var ErrEmpty = errors.New("empty file")
+
+// ErrNotTraceDat is wrapped by the error of Read for a file that does not
+// start with trace.dat's magic.
+var ErrNotTraceDat = errors.New("not a trace.dat file")
+
 // File is an open trace.dat file. Its exported fields describe the
 // metadata; (*File).Records reads the ring-buffer data.
 type File struct {

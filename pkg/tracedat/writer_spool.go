@@ -165,6 +165,9 @@ func (in *interrupted) complete(f *os.File) error {
 
 // readInterrupted reads the recording form at path.
 func readInterrupted(path string) (*interrupted, error) {
+	if st, err := os.Stat(path); err == nil && streamed(st.Mode()) {
+		return nil, ErrNotSpooled // not opened: a writer would lose its reader
+	}
 	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
