@@ -10,6 +10,14 @@ package bpfgen
 //	R7, R8  scratch: a string's length (a glob's automaton states) and a cursor into it
 //	stack   only inside the caller's scratch area, for strings
 //
+// A string that a predicate reads whole, and that the scratch area may
+// not hold (a .ustring, a __data_loc string, a large array), is copied
+// into the filter's buffer instead: the one entry of a per-CPU array
+// (FilterBufferName) that the programs of a collection share. Its
+// pointer is looked up before the copy (R7 across the helper call) and
+// is in R5 while the copy is matched, loads relative to it as they are
+// to R10 on the stack.
+//
 // Tracepoint context rules shape the code: bytes 0-7 of the record cannot
 // be read (common_type is the format's ID, common_pid comes from R9);
 // loads must be aligned to their size, so misaligned numbers and string
@@ -21,6 +29,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -57,6 +66,9 @@ func EmitFilter(b *Builder, bf *parse.BoundFilter, miss string, scratch StackAre
 	if n := own.insns.Size() / asm.InstructionSize; n > maxFilterInsns {
 		return whole("filter compiles to %d BPF instructions, more than a jump can cross (%d)", n, maxFilterInsns)
 	}
+	if g.walked > maxFilterWalk {
+		return whole("filter's string loops take the verifier about %d steps, more than it allows a filter (%d)", g.walked, maxFilterWalk)
+	}
 	b.n = own.n
 	b.comment = "" // the first predicate's text wins
 	b.Emit(own.insns...)
@@ -68,16 +80,45 @@ func EmitFilter(b *Builder, bf *parse.BoundFilter, miss string, scratch StackAre
 // has yet to explore along one path and gives up past 8192 of them (live
 // tests load 8000 simple predicates and fail at 9000); jumps have 16-bit
 // offsets, and also reach the caller's miss label a little further on.
+// The verifier also walks each string loop once per byte the string may
+// have, up to a million instructions in all; a filter's loops may take
+// maxFilterWalk of them (a loop's exits add loopExitCost per byte, for
+// the pruned paths out of it).
 const (
 	maxFilterBranches = 7500
 	maxFilterInsns    = 30000
+	maxFilterWalk     = 800000
+	loopExitCost      = 8
 )
+
+// The filter's buffer, and the lengths of what is read into it.
+const (
+	// FilterBufferName names the per-CPU array of one entry that holds
+	// the strings of a filter's predicates that the stack cannot.
+	FilterBufferName = "gtrace_filter_buf"
+	// filterBufferSize holds a dynamic string's first 4095 bytes and a
+	// NUL (pkg/eval's MaxDynamicString): all of any string in a record of
+	// the kernel's ring buffer with its default 4 KiB pages. The verifier
+	// walks a loop over the buffer once per byte it may hold.
+	filterBufferSize = 4096
+	// pointerStringSize is what the kernel's filters read of a char *
+	// (USTRING_BUF_SIZE in kernel/trace/trace_events_filter.c): 1023
+	// bytes and a NUL, a longer string being compared by its first 1023.
+	pointerStringSize = 1024
+)
+
+// FilterBufferSpec returns the spec of the filter's buffer map.
+// Collection.AddSpec adds it for the programs whose filters use it.
+func FilterBufferSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: FilterBufferName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: filterBufferSize, MaxEntries: 1}
+}
 
 type filterGen struct {
 	b       *Builder
 	bf      *parse.BoundFilter
 	scratch StackArea
 	used    map[string]bool // labels that some jump references
+	walked  int             // instructions the verifier walks in loops, at most
 }
 
 // emit appends instructions, noting the labels they jump to.
@@ -141,12 +182,22 @@ func (g *filterGen) checkPred(p *parse.BoundPred) error {
 				WithHint("split the pattern into several predicates joined by &&")
 		}
 	}
-	need := stringScratch(p)
-	if need > int(g.scratch.Size) {
-		return g.errorf(pr.Value.Off, pr.Value.End, "%s needs %d bytes of BPF stack, the filter has %d", pr.String(), need, g.scratch.Size)
+	a := g.area(p)
+	if !a.copy {
+		return nil
 	}
-	if need > 0 && (g.scratch.Off > 0 || int(g.scratch.Off)+int(g.scratch.Size) > 0 || g.scratch.Off < -maxStack) {
+	if g.scratch.Off > 0 || int(g.scratch.Off)+int(g.scratch.Size) > 0 || g.scratch.Off < -maxStack {
 		return fmt.Errorf("filter scratch area [%d, %d) is not inside the BPF stack", g.scratch.Off, int(g.scratch.Off)+int(g.scratch.Size))
+	}
+	if a.buf && a.max >= filterBufferSize {
+		return g.errorf(pr.FieldOff, pr.FieldOff+len(pr.Field), "%s is a char array of %d bytes, more than the filter's buffer holds (%d)", pr.Field, a.max, filterBufferSize-1)
+	}
+	need, what := a.max+1, "bytes of BPF stack"
+	if a.buf {
+		need, what = g.keySlot()+4-int(g.scratch.Off), "bytes of BPF stack for its buffer's key"
+	}
+	if need > int(g.scratch.Size) {
+		return g.errorf(pr.Value.Off, pr.Value.End, "%s needs %d %s, the filter has %d", pr.String(), need, what, g.scratch.Size)
 	}
 	return nil
 }
@@ -158,26 +209,92 @@ func isCommonType(p *parse.BoundPred) bool {
 	return p.Field.Common && p.Field.Name == "common_type"
 }
 
-// stringScratch returns the stack bytes a string predicate uses.
-func stringScratch(p *parse.BoundPred) int {
-	n := len(p.Glob.Text)
-	whole := p.Glob.Kind == parse.GlobSuffix || p.Glob.Kind == parse.GlobSubstr || p.Glob.Kind == parse.GlobFull
-	if p.Glob.Kind == parse.GlobFull {
-		n = len(compileGlob(p.Glob.Text).tokens)
-	}
+// strArea is where a string predicate copies its string.
+type strArea struct {
+	copy bool // false: compared in place (an exact or prefix pattern on a char array)
+	buf  bool // in the filter's buffer, else in the stack's scratch area
+	max  int  // the most bytes of the string that the copy holds, its NUL aside
+}
+
+// area decides where p copies its string: the task name and what fits go
+// to the stack; a string read whole that may be longer than the scratch
+// area (a .ustring, a dynamic string, a large array) goes to the buffer.
+func (g *filterGen) area(p *parse.BoundPred) strArea {
+	kind := p.Glob.Kind
+	whole := kind == parse.GlobSuffix || kind == parse.GlobSubstr || kind == parse.GlobFull
+	a := strArea{copy: true}
 	switch {
 	case p.Operand == parse.OperandComm:
-		return CommLen
-	case p.Field.Class == parse.ClassString && whole:
-		return p.Field.Size + 1
+		a.max = CommLen - 1
+		return a
+	case p.Field.Class == parse.ClassString && !whole:
+		return strArea{}
 	case p.Field.Class == parse.ClassString:
-		return 0 // compared in place
-	case whole:
-		return n + 1
-	case p.Glob.Kind == parse.GlobExact:
-		return n + 2
+		// One byte more than the array: the copy ends in a NUL even when
+		// the array has none.
+		a.max = p.Field.Size
+	case kind == parse.GlobExact:
+		a.max = len(p.Glob.Text) + 1 // one more, to see that the string ends
+	case kind == parse.GlobPrefix:
+		a.max = len(p.Glob.Text)
+	case p.Field.Class == parse.ClassStringPtr:
+		a.max = pointerStringSize - 1
+	default:
+		a.max = filterBufferSize - 1
 	}
-	return n + 1
+	a.buf = a.max >= int(g.scratch.Size)
+	return a
+}
+
+// keySlot is the offset from R10 of the 4 bytes of the scratch area that
+// hold the buffer's key.
+func (g *filterGen) keySlot() int {
+	return (int(g.scratch.Off) + 3) &^ 3
+}
+
+// base is the register that the copy is read through, and off the
+// copy's offset from it.
+func (g *filterGen) base(a strArea) (asm.Register, int) {
+	if a.buf {
+		return asm.R5, 0
+	}
+	return asm.R10, int(g.scratch.Off)
+}
+
+// lookupBuffer puts the buffer's pointer in R7 for a copy into a, or
+// jumps to fault when it has none (never: the verifier requires the
+// check). Clobbers R0-R5.
+func (g *filterGen) lookupBuffer(a strArea, fault string) {
+	if !a.buf {
+		return
+	}
+	key := g.keySlot()
+	g.emit(
+		asm.StoreImm(asm.R10, int16(key), 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(FilterBufferName),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, fault),
+		asm.Mov.Reg(asm.R7, asm.R0),
+	)
+}
+
+// copyTo sets R1 to where a's copy goes: R7's buffer or the scratch area.
+func (g *filterGen) copyTo(a strArea) {
+	if a.buf {
+		g.emit(asm.Mov.Reg(asm.R1, asm.R7))
+		return
+	}
+	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(g.scratch.Off)))
+}
+
+// copied follows the helper call that copied a string into a: the
+// buffer's pointer moves to R5, where the matching code reads it.
+func (g *filterGen) copied(a strArea) {
+	if a.buf {
+		g.emit(asm.Mov.Reg(asm.R5, asm.R7))
+	}
 }
 
 // expr emits e so that control reaches t when e is true and f when it is
@@ -440,9 +557,9 @@ func (g *filterGen) cpus(p *parse.BoundPred, t, f string) predResult {
 
 // str matches a string. Exact and prefix patterns compare in place (a
 // static array in the record) or after copying just enough of the
-// string; suffix and substring patterns copy the string into the scratch
-// area (as much as fits) and measure it; full globs copy it and run an
-// automaton over it (filter_glob.go).
+// string; suffix and substring patterns copy the whole string (into the
+// buffer when the stack may not hold it) and measure it; full globs copy
+// it and run an automaton over it (filter_glob.go).
 func (g *filterGen) str(p *parse.BoundPred, t, f, fault string) predResult {
 	pat := p.Glob.Text
 	kind := p.Glob.Kind
@@ -450,9 +567,10 @@ func (g *filterGen) str(p *parse.BoundPred, t, f, fault string) predResult {
 		return g.glob(p, t, f, fault)
 	}
 	whole := kind == parse.GlobSuffix || kind == parse.GlobSubstr
-	off := int(g.scratch.Off)
+	a := g.area(p)
 	switch {
 	case p.Operand == parse.OperandComm:
+		off := int(g.scratch.Off)
 		g.emit(
 			asm.Mov.Reg(asm.R1, asm.R10),
 			asm.Add.Imm(asm.R1, int32(off)),
@@ -470,34 +588,18 @@ func (g *filterGen) str(p *parse.BoundPred, t, f, fault string) predResult {
 			asm.Mov.Reg(asm.R3, asm.R1),
 			asm.FnProbeReadKernelStr.Call(),
 		)
-		return g.whole(p, CommLen-1, t, f, fault)
+		return g.whole(p, a, t, f, fault)
+	case !a.copy:
+		return g.fixed(asm.R6, p.Field.Offset, p.Field.Size, p.Glob, f)
 	case p.Field.Class == parse.ClassString:
-		size := p.Field.Size
-		if !whole {
-			return g.fixed(asm.R6, p.Field.Offset, size, p.Glob, f)
-		}
-		g.emit(
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, int32(off)),
-			asm.Mov.Imm(asm.R2, int32(size+1)),
-			asm.Mov.Reg(asm.R3, asm.R6),
-			asm.Add.Imm(asm.R3, int32(p.Field.Offset)),
-			asm.FnProbeReadKernelStr.Call(),
-		)
-		return g.whole(p, size, t, f, fault)
+		g.readArray(p, a, fault)
+		return g.whole(p, a, t, f, fault)
 	}
-	keep := int(g.scratch.Size) - 1 // whole strings: as much as fits
-	switch kind {
-	case parse.GlobExact:
-		keep = len(pat) + 1 // one more, to see that the string ends
-	case parse.GlobPrefix:
-		keep = len(pat)
-	}
-	g.readStr(p, keep)
+	g.readStr(p, a, fault)
 	if whole {
-		return g.whole(p, keep, t, f, fault)
+		return g.whole(p, a, t, f, fault)
 	}
-	// The copy holds min(len, keep) bytes and a NUL. A fault (R0 < 0)
+	// The copy holds min(len, max) bytes and a NUL. A fault (R0 < 0)
 	// fails the length test below, unless the predicate is negated.
 	if fault != f {
 		g.emit(asm.JSLT.Imm(asm.R0, 1, fault))
@@ -506,7 +608,8 @@ func (g *filterGen) str(p *parse.BoundPred, t, f, fault string) predResult {
 		return predResult{test: test{op: asm.JEq, dst: asm.R0, imm: 1}}
 	}
 	g.emit(asm.JNE.Imm(asm.R0, int32(len(pat)+1), f))
-	return predResult{test: g.cmpBytes(asm.R10, off, pat, f)}
+	base, off := g.base(a)
+	return predResult{test: g.cmpBytes(base, off, pat, f)}
 }
 
 // fixed matches an exact or prefix pattern against a NUL-padded array of
@@ -524,15 +627,33 @@ func (g *filterGen) fixed(base asm.Register, off, size int, glob parse.Glob, f s
 	return predResult{test: g.cmpBytes(base, off, want, f)}
 }
 
-// readStr copies a dynamic or pointed-to string into the scratch area:
-// at most keep bytes and a NUL. R0 is then the bytes copied including
-// the NUL, or negative on a fault. Clobbers R0-R5.
-func (g *filterGen) readStr(p *parse.BoundPred, keep int) {
+// readArray copies a char array of the record into a, with a NUL
+// after it; R0 is then the bytes copied including the NUL. Jumps to
+// fault when the buffer cannot be had. Clobbers R0-R5 (and R7 for the
+// buffer).
+func (g *filterGen) readArray(p *parse.BoundPred, a strArea, fault string) {
+	g.lookupBuffer(a, fault)
+	g.copyTo(a)
+	g.emit(
+		asm.Mov.Imm(asm.R2, int32(a.max+1)),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, int32(p.Field.Offset)),
+		asm.FnProbeReadKernelStr.Call(),
+	)
+	g.copied(a)
+}
+
+// readStr copies a dynamic or pointed-to string into a: at most a.max
+// bytes and a NUL. R0 is then the bytes copied including the NUL, or
+// negative on a fault. Jumps to fault when the buffer cannot be had.
+// Clobbers R0-R5 (and R7 for the buffer).
+func (g *filterGen) readStr(p *parse.BoundPred, a strArea, fault string) {
+	g.lookupBuffer(a, fault)
 	fld := p.Field
 	fn := asm.FnProbeReadKernelStr
 	if fld.Class == parse.ClassStringPtr {
 		g.loadCtx(fld.Offset, fld.Size, false)
-		g.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Mov.Imm(asm.R2, int32(keep+1)))
+		g.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Mov.Imm(asm.R2, int32(a.max+1)))
 		if p.Pred.Mod == "ustring" {
 			fn = asm.FnProbeReadUserStr
 		}
@@ -543,8 +664,8 @@ func (g *filterGen) readStr(p *parse.BoundPred, keep int) {
 		g.emit(
 			asm.Mov.Reg(asm.R2, asm.R0),
 			asm.RSh.Imm(asm.R2, 16),
-			asm.JLE.Imm(asm.R2, int32(keep), capped),
-			asm.Mov.Imm(asm.R2, int32(keep)),
+			asm.JLE.Imm(asm.R2, int32(a.max), capped),
+			asm.Mov.Imm(asm.R2, int32(a.max)),
 		)
 		g.place(capped)
 		g.emit(
@@ -556,52 +677,67 @@ func (g *filterGen) readStr(p *parse.BoundPred, keep int) {
 		}
 		g.emit(asm.Mov.Reg(asm.R3, asm.R6), asm.Add.Reg(asm.R3, asm.R0))
 	}
-	g.emit(
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, int32(g.scratch.Off)),
-		fn.Call(),
-	)
+	g.copyTo(a)
+	g.emit(fn.Call())
+	g.copied(a)
 }
 
 // whole matches a suffix or substring pattern against the string just
-// copied to the scratch area, R0 being its length plus one (at most
-// max+1) or negative. Uses R7 for the length and R8 as a cursor.
-func (g *filterGen) whole(p *parse.BoundPred, max int, t, f, fault string) predResult {
+// copied to a, R0 being its length plus one (at most a.max+1) or
+// negative. Uses R7 for the length and R8 as a cursor.
+func (g *filterGen) whole(p *parse.BoundPred, a strArea, t, f, fault string) predResult {
 	pat := p.Glob.Text
-	off := int(g.scratch.Off)
+	base, off := g.base(a)
 	g.emit(
 		asm.JSLT.Imm(asm.R0, 1, fault),
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.Sub.Imm(asm.R7, 1),
 		// Never taken; it bounds R7 for the verifier.
-		asm.JGT.Imm(asm.R7, int32(max), f),
+		asm.JGT.Imm(asm.R7, int32(a.max), f),
 	)
 	if pat == "" {
 		return g.constTest(true)
 	}
 	g.emit(asm.JLT.Imm(asm.R7, int32(len(pat)), f))
 	if p.Glob.Kind == parse.GlobSuffix {
-		g.emit(asm.Mov.Reg(asm.R8, asm.R10), asm.Add.Reg(asm.R8, asm.R7))
+		g.emit(asm.Mov.Reg(asm.R8, base), asm.Add.Reg(asm.R8, asm.R7))
 		return predResult{test: g.cmpEach(asm.R8, off-len(pat), pat, f)}
 	}
-	// for R8 = 0; R8 <= len-len(pat); R8++: if pat is at R8 goto t
+	// for R8 = 0; R8 <= len-len(pat); R8++: if pat is at R8 goto t.
+	// The verifier walks the loop once per byte the copy may hold and
+	// stacks the branch that it does not follow first, until the path
+	// ends: each branch's way out is the one followed (and soon pruned),
+	// its way on the one stacked, so that the stack stays shallow
+	// however long the loop. The bytes compare without branches.
 	loop, next := g.b.Label("filter_scan"), g.b.Label("filter_scan_next")
+	start := len(g.b.insns)
 	g.emit(asm.Sub.Imm(asm.R7, int32(len(pat))), asm.Mov.Imm(asm.R8, 0))
 	g.b.Mark(loop)
-	g.emit(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Reg(asm.R1, asm.R8))
+	g.emit(asm.Mov.Reg(asm.R1, base), asm.Add.Reg(asm.R1, asm.R8), asm.Mov.Imm(asm.R2, 0))
 	for j := 0; j < len(pat); j++ {
 		g.emit(
 			asm.LoadMem(asm.R0, asm.R1, int16(off+j), asm.Byte),
-			asm.JNE.Imm(asm.R0, int32(pat[j]), next),
+			asm.Xor.Imm(asm.R0, int32(pat[j])),
+			asm.Or.Reg(asm.R2, asm.R0),
 		)
 	}
-	g.emit(asm.Ja.Label(t))
-	g.place(next)
+	g.emit(
+		asm.JNE.Imm(asm.R2, 0, next),
+		asm.Ja.Label(t),
+	)
+	g.b.Mark(next)
 	g.emit(
 		asm.Add.Imm(asm.R8, 1),
 		asm.JLE.Reg(asm.R8, asm.R7, loop),
 	)
+	g.loopCost(a, start)
 	return predResult{loopFalse: true}
+}
+
+// loopCost adds what the verifier walks of the loop emitted since start,
+// once per byte that the copy a may hold.
+func (g *filterGen) loopCost(a strArea, start int) {
+	g.walked += a.max * (len(g.b.insns) - start + loopExitCost)
 }
 
 // cmpEach compares want byte by byte with the bytes at base+off, where

@@ -153,11 +153,15 @@ func buildMatcher(bf *parse.BoundFilter) (*ebpf.Program, error) {
 	b.Emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
 	b.Mark(miss)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	insns := b.Instructions()
+	if err := withFilterBuffer(insns); err != nil {
+		return nil, err
+	}
 	return ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         ebpf.Syscall,
 		Flags:        unix.BPF_F_SLEEPABLE,
 		License:      "GPL",
-		Instructions: b.Instructions(),
+		Instructions: insns,
 	})
 }
 

@@ -139,57 +139,49 @@ func globClass(pat string, j int) (byteSet, int, bool) {
 	}
 }
 
-// glob matches a full shell glob. The string goes to the scratch area
-// (the task name, a copy of the record's array, or as much of a dynamic
-// string as fits), then one loop runs the NFA over it: R7 holds the
-// states, R8 the cursor, R0 the byte, R2 the tokens it matches.
+// glob matches a full shell glob. The string is copied (the task name
+// and what fits to the stack's scratch area, a .ustring, a dynamic string
+// and a large array to the filter's buffer), then one loop runs the NFA
+// over it: R7 holds the states, R8 the cursor, R0 the byte, R2 the
+// tokens it matches.
 func (g *filterGen) glob(p *parse.BoundPred, t, f, fault string) predResult {
 	gl := compileGlob(p.Glob.Text)
 	m := len(gl.tokens)
-	off := int(g.scratch.Off)
-	var max int // the longest string the scratch area holds
+	a := g.area(p)
+	if m > a.max {
+		return g.constTest(false) // longer than any string the copy holds
+	}
 	switch {
 	case p.Operand == parse.OperandComm:
-		max = CommLen - 1
-		if m > max {
-			return g.constTest(false)
-		}
 		g.emit(
 			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, int32(off)),
+			asm.Add.Imm(asm.R1, int32(g.scratch.Off)),
 			asm.Mov.Imm(asm.R2, CommLen),
 			asm.FnGetCurrentComm.Call(),
 		)
 	case p.Field.Class == parse.ClassString:
-		max = p.Field.Size
-		if m > max {
-			return g.constTest(false)
-		}
-		// One byte more than the array: the copy ends in a NUL even when
-		// the array has none.
-		g.emit(
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, int32(off)),
-			asm.Mov.Imm(asm.R2, int32(max+1)),
-			asm.Mov.Reg(asm.R3, asm.R6),
-			asm.Add.Imm(asm.R3, int32(p.Field.Offset)),
-			asm.FnProbeReadKernelStr.Call(),
-			asm.JSLT.Imm(asm.R0, 1, fault),
-		)
+		g.readArray(p, a, fault)
+		g.emit(asm.JSLT.Imm(asm.R0, 1, fault))
 	default:
-		max = int(g.scratch.Size) - 1
-		g.readStr(p, max)
+		g.readStr(p, a, fault)
 		g.emit(asm.JSLT.Imm(asm.R0, 1, fault))
 	}
+	base, off := g.base(a)
+	// Each branch's way out is followed first and its way on stacked,
+	// as in whole's loop: the verifier's stack stays shallow.
 	loop, end := g.b.Label("filter_glob"), g.b.Label("filter_glob_end")
+	step, on, more := g.b.Label("filter_glob_step"), g.b.Label("filter_glob_on"), g.b.Label("filter_glob_more")
+	start := len(g.b.insns)
 	g.emit(asm.Mov.Imm(asm.R7, 1), asm.Mov.Imm(asm.R8, 0))
 	g.b.Mark(loop)
 	g.emit(
-		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Mov.Reg(asm.R1, base),
 		asm.Add.Reg(asm.R1, asm.R8),
 		asm.LoadMem(asm.R0, asm.R1, int16(off), asm.Byte),
-		asm.JEq.Imm(asm.R0, 0, end),
+		asm.JNE.Imm(asm.R0, 0, step),
+		asm.Ja.Label(end),
 	)
+	g.b.Mark(step)
 	g.globByte(gl)
 	if gl.loops&(1<<m) != 0 {
 		// The pattern ends with *: once all tokens matched, so does the
@@ -198,17 +190,20 @@ func (g *filterGen) glob(p *parse.BoundPred, t, f, fault string) predResult {
 		if m > 0 {
 			g.emit(asm.RSh.Imm(asm.R3, int32(m)))
 		}
-		g.emit(asm.JNE.Imm(asm.R3, 0, t))
+		g.emit(asm.JEq.Imm(asm.R3, 0, on), asm.Ja.Label(t))
+		g.b.Mark(on)
 	}
 	if gl.loops&1 == 0 {
 		// No state left: no match (with a leading * state 0 stays).
-		g.emit(asm.JEq.Imm(asm.R7, 0, f))
+		g.emit(asm.JNE.Imm(asm.R7, 0, more), asm.Ja.Label(f))
+		g.b.Mark(more)
 	}
 	g.emit(
 		asm.Add.Imm(asm.R8, 1),
-		asm.JLT.Imm(asm.R8, int32(max), loop),
+		asm.JLT.Imm(asm.R8, int32(a.max), loop),
 	)
 	g.b.Mark(end)
+	g.loopCost(a, start)
 	if m > 0 {
 		g.emit(asm.RSh.Imm(asm.R7, int32(m)))
 	}

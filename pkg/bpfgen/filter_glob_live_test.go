@@ -69,11 +69,15 @@ func loadMatcher(t *testing.T, bf *parse.BoundFilter) *ebpf.Program {
 	b.Emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
 	b.Mark(miss)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	insns := b.Instructions()
+	if err := withFilterBuffer(insns); err != nil {
+		t.Fatal(err)
+	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         ebpf.Syscall,
 		Flags:        unix.BPF_F_SLEEPABLE,
 		License:      "GPL",
-		Instructions: b.Instructions(),
+		Instructions: insns,
 	})
 	if err != nil {
 		var ve *ebpf.VerifierError

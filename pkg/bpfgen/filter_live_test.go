@@ -201,6 +201,9 @@ func loadCounter(t *testing.T, bf *parse.BoundFilter, pidTgid uint64) *counter {
 	b.Mark(miss)
 	b.Emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	insns := b.Instructions()
+	if err := withFilterBuffer(insns); err != nil {
+		t.Fatal(err)
+	}
 	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
 		Type:         ebpf.TracePoint,
 		License:      "GPL",

@@ -225,75 +225,93 @@ miss:
 		// the end of the string as measured.
 		`path ~ "*.so"`,
 		`; path ~ "*.so"
-0: LdXMemW dst: r0 src: r6 off: 52 imm: 0
-1: MovReg dst: r2 src: r0
-2: RShImm dst: r2 imm: 16
-3: JLEImm dst: r2 off: -1 imm: 63 <filter_len_2>
-4: MovImm dst: r2 imm: 63
+0: StMemW dst: rfp src: r0 off: -64 imm: 0
+1: LoadMapPtr dst: r1 fd: 0 <gtrace_filter_buf>
+3: MovReg dst: r2 src: rfp
+4: AddImm dst: r2 imm: -64
+5: Call FnMapLookupElem
+6: JEqImm dst: r0 off: -1 imm: 0 <miss>
+7: MovReg dst: r7 src: r0
+8: LdXMemW dst: r0 src: r6 off: 52 imm: 0
+9: MovReg dst: r2 src: r0
+10: RShImm dst: r2 imm: 16
+11: JLEImm dst: r2 off: -1 imm: 4095 <filter_len_2>
+12: MovImm dst: r2 imm: 4095
 filter_len_2:
-5: AddImm dst: r2 imm: 1
-6: AndImm dst: r0 imm: 65535
-7: AddImm dst: r0 imm: 56
-8: MovReg dst: r3 src: r6
-9: AddReg dst: r3 src: r0
-10: MovReg dst: r1 src: rfp
-11: AddImm dst: r1 imm: -64
-12: Call FnProbeReadKernelStr
-13: JSLTImm dst: r0 off: -1 imm: 1 <miss>
-14: MovReg dst: r7 src: r0
-15: SubImm dst: r7 imm: 1
-16: JGTImm dst: r7 off: -1 imm: 63 <miss>
-17: JLTImm dst: r7 off: -1 imm: 3 <miss>
-18: MovReg dst: r8 src: rfp
-19: AddReg dst: r8 src: r7
-20: LdXMemB dst: r0 src: r8 off: -67 imm: 0
-21: JNEImm dst: r0 off: -1 imm: 46 <miss>
-22: LdXMemB dst: r0 src: r8 off: -66 imm: 0
-23: JNEImm dst: r0 off: -1 imm: 115 <miss>
-24: LdXMemB dst: r0 src: r8 off: -65 imm: 0
-25: JNEImm dst: r0 off: -1 imm: 111 <miss>
+13: AddImm dst: r2 imm: 1
+14: AndImm dst: r0 imm: 65535
+15: AddImm dst: r0 imm: 56
+16: MovReg dst: r3 src: r6
+17: AddReg dst: r3 src: r0
+18: MovReg dst: r1 src: r7
+19: Call FnProbeReadKernelStr
+20: MovReg dst: r5 src: r7
+21: JSLTImm dst: r0 off: -1 imm: 1 <miss>
+22: MovReg dst: r7 src: r0
+23: SubImm dst: r7 imm: 1
+24: JGTImm dst: r7 off: -1 imm: 4095 <miss>
+25: JLTImm dst: r7 off: -1 imm: 3 <miss>
+26: MovReg dst: r8 src: r5
+27: AddReg dst: r8 src: r7
+28: LdXMemB dst: r0 src: r8 off: -3 imm: 0
+29: JNEImm dst: r0 off: -1 imm: 46 <miss>
+30: LdXMemB dst: r0 src: r8 off: -2 imm: 0
+31: JNEImm dst: r0 off: -1 imm: 115 <miss>
+32: LdXMemB dst: r0 src: r8 off: -1 imm: 0
+33: JNEImm dst: r0 off: -1 imm: 111 <miss>
 miss:
-26: MovImm dst: r0 imm: 1
-27: Exit`,
+34: MovImm dst: r0 imm: 1
+35: Exit`,
 	}, {
 		// A substring is searched for in a bounded loop.
 		`file.ustring ~ "*ab*" || fd == 1`,
 		`; file.ustring ~ "*ab*"
-0: LdXMemDW dst: r0 src: r6 off: 56 imm: 0
-1: MovReg dst: r3 src: r0
-2: MovImm dst: r2 imm: 64
-3: MovReg dst: r1 src: rfp
-4: AddImm dst: r1 imm: -64
-5: Call FnProbeReadUserStr
-6: JSLTImm dst: r0 off: -1 imm: 1 <filter_next_2>
+0: StMemW dst: rfp src: r0 off: -64 imm: 0
+1: LoadMapPtr dst: r1 fd: 0 <gtrace_filter_buf>
+3: MovReg dst: r2 src: rfp
+4: AddImm dst: r2 imm: -64
+5: Call FnMapLookupElem
+6: JEqImm dst: r0 off: -1 imm: 0 <filter_next_2>
 7: MovReg dst: r7 src: r0
-8: SubImm dst: r7 imm: 1
-9: JGTImm dst: r7 off: -1 imm: 63 <filter_next_2>
-10: JLTImm dst: r7 off: -1 imm: 2 <filter_next_2>
-11: SubImm dst: r7 imm: 2
-12: MovImm dst: r8 imm: 0
+8: LdXMemDW dst: r0 src: r6 off: 56 imm: 0
+9: MovReg dst: r3 src: r0
+10: MovImm dst: r2 imm: 1024
+11: MovReg dst: r1 src: r7
+12: Call FnProbeReadUserStr
+13: MovReg dst: r5 src: r7
+14: JSLTImm dst: r0 off: -1 imm: 1 <filter_next_2>
+15: MovReg dst: r7 src: r0
+16: SubImm dst: r7 imm: 1
+17: JGTImm dst: r7 off: -1 imm: 1023 <filter_next_2>
+18: JLTImm dst: r7 off: -1 imm: 2 <filter_next_2>
+19: SubImm dst: r7 imm: 2
+20: MovImm dst: r8 imm: 0
 filter_scan_3:
-13: MovReg dst: r1 src: rfp
-14: AddReg dst: r1 src: r8
-15: LdXMemB dst: r0 src: r1 off: -64 imm: 0
-16: JNEImm dst: r0 off: -1 imm: 97 <filter_scan_next_4>
-17: LdXMemB dst: r0 src: r1 off: -63 imm: 0
-18: JNEImm dst: r0 off: -1 imm: 98 <filter_scan_next_4>
-19: Ja off: -1 <filter_pass_1>
+21: MovReg dst: r1 src: r5
+22: AddReg dst: r1 src: r8
+23: MovImm dst: r2 imm: 0
+24: LdXMemB dst: r0 src: r1 off: 0 imm: 0
+25: XorImm dst: r0 imm: 97
+26: OrReg dst: r2 src: r0
+27: LdXMemB dst: r0 src: r1 off: 1 imm: 0
+28: XorImm dst: r0 imm: 98
+29: OrReg dst: r2 src: r0
+30: JNEImm dst: r2 off: -1 imm: 0 <filter_scan_next_4>
+31: Ja off: -1 <filter_pass_1>
 filter_scan_next_4:
-20: AddImm dst: r8 imm: 1
-21: JLEReg dst: r8 off: -1 src: r7 <filter_scan_3>
+32: AddImm dst: r8 imm: 1
+33: JLEReg dst: r8 off: -1 src: r7 <filter_scan_3>
 filter_next_2:
 ; fd == 1
-22: LdXMemW dst: r0 src: r6 off: 24 imm: 0
-23: LShImm dst: r0 imm: 32
-24: ArShImm dst: r0 imm: 32
-25: JNEImm dst: r0 off: -1 imm: 1 <miss>
+34: LdXMemW dst: r0 src: r6 off: 24 imm: 0
+35: LShImm dst: r0 imm: 32
+36: ArShImm dst: r0 imm: 32
+37: JNEImm dst: r0 off: -1 imm: 1 <miss>
 filter_pass_1:
-26: Ja off: -1 <miss>
+38: Ja off: -1 <miss>
 miss:
-27: MovImm dst: r0 imm: 1
-28: Exit`,
+39: MovImm dst: r0 imm: 1
+40: Exit`,
 	}, {
 		// A string that cannot be read fails the predicate, != or not.
 		`file != "x"`,
@@ -332,32 +350,36 @@ filter_glob_2:
 9: MovReg dst: r1 src: rfp
 10: AddReg dst: r1 src: r8
 11: LdXMemB dst: r0 src: r1 off: -64 imm: 0
-12: JEqImm dst: r0 off: -1 imm: 0 <filter_glob_end_3>
-13: MovReg dst: r2 src: r0
-14: XorImm dst: r2 imm: 107
-15: SubImm dst: r2 imm: 1
-16: RShImm dst: r2 imm: 63
-17: LShImm dst: r2 imm: 1
-18: MovReg dst: r3 src: r0
-19: XorImm dst: r3 imm: 114
-20: SubImm dst: r3 imm: 1
-21: RShImm dst: r3 imm: 63
-22: LShImm dst: r3 imm: 2
-23: OrReg dst: r2 src: r3
-24: MovReg dst: r3 src: r7
-25: LShImm dst: r3 imm: 1
-26: AndReg dst: r3 src: r2
-27: AndImm dst: r7 imm: 2
-28: OrReg dst: r7 src: r3
-29: JEqImm dst: r7 off: -1 imm: 0 <miss>
-30: AddImm dst: r8 imm: 1
-31: JLTImm dst: r8 off: -1 imm: 16 <filter_glob_2>
+12: JNEImm dst: r0 off: -1 imm: 0 <filter_glob_step_4>
+13: Ja off: -1 <filter_glob_end_3>
+filter_glob_step_4:
+14: MovReg dst: r2 src: r0
+15: XorImm dst: r2 imm: 107
+16: SubImm dst: r2 imm: 1
+17: RShImm dst: r2 imm: 63
+18: LShImm dst: r2 imm: 1
+19: MovReg dst: r3 src: r0
+20: XorImm dst: r3 imm: 114
+21: SubImm dst: r3 imm: 1
+22: RShImm dst: r3 imm: 63
+23: LShImm dst: r3 imm: 2
+24: OrReg dst: r2 src: r3
+25: MovReg dst: r3 src: r7
+26: LShImm dst: r3 imm: 1
+27: AndReg dst: r3 src: r2
+28: AndImm dst: r7 imm: 2
+29: OrReg dst: r7 src: r3
+30: JNEImm dst: r7 off: -1 imm: 0 <filter_glob_more_6>
+31: Ja off: -1 <miss>
+filter_glob_more_6:
+32: AddImm dst: r8 imm: 1
+33: JLTImm dst: r8 off: -1 imm: 16 <filter_glob_2>
 filter_glob_end_3:
-32: RShImm dst: r7 imm: 2
-33: JEqImm dst: r7 off: -1 imm: 0 <miss>
+34: RShImm dst: r7 imm: 2
+35: JEqImm dst: r7 off: -1 imm: 0 <miss>
 miss:
-34: MovImm dst: r0 imm: 1
-35: Exit`,
+36: MovImm dst: r0 imm: 1
+37: Exit`,
 	}, {
 		// The task name; a trailing * stops at the first full match, a
 		// class is tested by sign arithmetic, without branches.
@@ -373,35 +395,41 @@ filter_glob_2:
 6: MovReg dst: r1 src: rfp
 7: AddReg dst: r1 src: r8
 8: LdXMemB dst: r0 src: r1 off: -64 imm: 0
-9: JEqImm dst: r0 off: -1 imm: 0 <filter_glob_end_3>
-10: MovImm dst: r2 imm: 2
-11: MovReg dst: r3 src: r0
-12: SubImm dst: r3 imm: 97
-13: AndImm dst: r3 imm: 511
-14: SubImm dst: r3 imm: 3
-15: RShImm dst: r3 imm: 63
-16: XorImm dst: r3 imm: 1
-17: LShImm dst: r3 imm: 2
-18: OrReg dst: r2 src: r3
-19: MovReg dst: r3 src: r7
-20: LShImm dst: r3 imm: 1
-21: AndReg dst: r3 src: r2
-22: AndImm dst: r7 imm: 4
-23: OrReg dst: r7 src: r3
-24: MovReg dst: r3 src: r7
-25: RShImm dst: r3 imm: 2
-26: JNEImm dst: r3 off: -1 imm: 0 <miss>
-27: JEqImm dst: r7 off: -1 imm: 0 <filter_pass_1>
-28: AddImm dst: r8 imm: 1
-29: JLTImm dst: r8 off: -1 imm: 15 <filter_glob_2>
+9: JNEImm dst: r0 off: -1 imm: 0 <filter_glob_step_4>
+10: Ja off: -1 <filter_glob_end_3>
+filter_glob_step_4:
+11: MovImm dst: r2 imm: 2
+12: MovReg dst: r3 src: r0
+13: SubImm dst: r3 imm: 97
+14: AndImm dst: r3 imm: 511
+15: SubImm dst: r3 imm: 3
+16: RShImm dst: r3 imm: 63
+17: XorImm dst: r3 imm: 1
+18: LShImm dst: r3 imm: 2
+19: OrReg dst: r2 src: r3
+20: MovReg dst: r3 src: r7
+21: LShImm dst: r3 imm: 1
+22: AndReg dst: r3 src: r2
+23: AndImm dst: r7 imm: 4
+24: OrReg dst: r7 src: r3
+25: MovReg dst: r3 src: r7
+26: RShImm dst: r3 imm: 2
+27: JEqImm dst: r3 off: -1 imm: 0 <filter_glob_on_5>
+28: Ja off: -1 <miss>
+filter_glob_on_5:
+29: JNEImm dst: r7 off: -1 imm: 0 <filter_glob_more_6>
+30: Ja off: -1 <filter_pass_1>
+filter_glob_more_6:
+31: AddImm dst: r8 imm: 1
+32: JLTImm dst: r8 off: -1 imm: 15 <filter_glob_2>
 filter_glob_end_3:
-30: RShImm dst: r7 imm: 2
-31: JNEImm dst: r7 off: -1 imm: 0 <miss>
+33: RShImm dst: r7 imm: 2
+34: JNEImm dst: r7 off: -1 imm: 0 <miss>
 filter_pass_1:
-32: Ja off: -1 <miss>
+35: Ja off: -1 <miss>
 miss:
-33: MovImm dst: r0 imm: 1
-34: Exit`,
+36: MovImm dst: r0 imm: 1
+37: Exit`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -477,10 +505,13 @@ func TestEmitFilterErrors(t *testing.T) {
 		{"addr.function == foo", StackArea{}, "function foo has not been looked up in the kernel's symbols", 17},
 		{"mask & CPUS{1}", StackArea{}, "cpumask fields are not supported by the BPF backend yet", 0},
 		{`name ~ "*` + strings.Repeat("?", 64) + `"`, StackArea{}, `glob "*` + strings.Repeat("?", 64) + `" matches 64 characters, more than the BPF backend's 63`, 7},
-		{`comm ~ "k*r"`, StackArea{Off: -16, Size: 16}, `comm ~ "k*r" needs 17 bytes of BPF stack, the filter has 16`, 7},
+		// An array read whole that the stack cannot hold goes to the
+		// buffer, whose key needs 4 aligned bytes of stack.
+		{`comm ~ "k*r"`, StackArea{Off: -2, Size: 2}, `comm ~ "k*r" needs 6 bytes of BPF stack for its buffer's key, the filter has 2`, 7},
 		{`comm == "x" && COMM == "x"`, StackArea{Off: -8, Size: 8}, `COMM == "x" needs 16 bytes of BPF stack, the filter has 8`, 23},
-		{`comm ~ "*x"`, StackArea{Off: -16, Size: 16}, `comm ~ "*x" needs 17 bytes of BPF stack, the filter has 16`, 7},
-		{`name == "abc"`, StackArea{Off: -4, Size: 4}, `name == "abc" needs 5 bytes of BPF stack, the filter has 4`, 8},
+		{`COMM ~ "*x"`, StackArea{Off: -15, Size: 15}, `COMM ~ "*x" needs 16 bytes of BPF stack, the filter has 15`, 7},
+		{`name ~ "*x"`, StackArea{Off: -3, Size: 3}, `name ~ "*x" needs 7 bytes of BPF stack for its buffer's key, the filter has 3`, 7},
+		{`name == "abc"`, StackArea{Off: -2, Size: 2}, `name == "abc" needs 6 bytes of BPF stack for its buffer's key, the filter has 2`, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

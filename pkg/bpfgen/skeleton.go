@@ -345,10 +345,19 @@ func (c *Collection) Add(p *Prog) error {
 	return c.AddSpec(ps)
 }
 
-// AddSpec adds a program built by hand.
+// AddSpec adds a program built by hand, and the filter's buffer if the
+// program's filter uses it.
 func (c *Collection) AddSpec(ps *ebpf.ProgramSpec) error {
 	if c.spec.Programs[ps.Name] != nil {
 		return fmt.Errorf("two programs named %s", ps.Name)
+	}
+	for _, ins := range ps.Instructions {
+		if ins.Reference() == FilterBufferName {
+			if err := c.AddMap(FilterBufferSpec()); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	c.spec.Programs[ps.Name] = ps
 	return nil

@@ -6,6 +6,13 @@ import (
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
+// MaxDynamicString is the most bytes of a __data_loc or __rel_loc
+// string that a filter compares; a longer one is compared by its first
+// MaxDynamicString bytes, as the BPF backend reads it (its buffer holds
+// them and a NUL). No record of the kernel's ring buffer with its default
+// 4 KiB pages holds a longer string.
+const MaxDynamicString = 4095
+
 // Context is what a record does not hold about its event.
 type Context struct {
 	PID  int32  // the task's pid (the kernel's common_pid); < 0: read common_pid from the record
@@ -53,7 +60,11 @@ func matchPred(p *parse.BoundPred, rec []byte, c *Context) bool {
 			// The pointed-to memory is not in the record.
 			return false
 		}
-		return globMatch(p.Glob, p.Field.Bytes(rec)) != p.Negate
+		s := p.Field.Bytes(rec)
+		if p.Field.Class != parse.ClassString && len(s) > MaxDynamicString {
+			s = s[:MaxDynamicString]
+		}
+		return globMatch(p.Glob, s) != p.Negate
 	}
 	// CompareFunction: the range that ResolveFunctions found; none
 	// before, and nothing matches then.
