@@ -100,6 +100,10 @@ const (
 	// (ret != CPUS{0-1} is false for ret 2 on 2 CPUs, true for ret 1),
 	// while != a one-CPU list it is.
 	bugScalarCPUs = "CPUS{} of several CPUs, == or != on a number that is no CPU"
+	// Not in §12 yet (6.18): the cpu pseudo-field against a number with
+	// & never matches (common_cpu & 1 keeps nothing on CPU 1, while
+	// common_cpu == 1 keeps its events).
+	bugCPUAnd = "common_cpu & NUMBER never matches"
 )
 
 // kernelBug names the kernel bug that may make it disagree on bf, or "".
@@ -109,6 +113,9 @@ func kernelBug(bf *parse.BoundFilter) string {
 		if p.Compare == parse.CompareCPUs && p.Op != parse.CmpAnd && p.Operand == parse.OperandField &&
 			(len(p.CPUs) > 1 || p.CPUs[0].First != p.CPUs[0].Last) {
 			bug = bugScalarCPUs
+		}
+		if p.Compare == parse.CompareNumber && p.Operand == parse.OperandCPU && p.Op == parse.CmpAnd {
+			bug = bugCPUAnd
 		}
 		if p.Compare != parse.CompareString {
 			return
