@@ -31,6 +31,7 @@ type histOptions struct {
 	Clear    bool
 	Format   string
 	DryRun   bool
+	Quiet    bool
 	Command  []string
 }
 
@@ -146,6 +147,7 @@ free events keep the set in a map of 65536 entries. Without --follow,
 	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
 	enumFlag(f, &o.Format, "format", "", "text", histFormats, "format", "", "output format: "+strings.Join(histFormats, ", "))
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF program, load nothing")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings stay)")
 	return c
 }
 
@@ -220,7 +222,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	}
 	lo := live.Options{
 		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err,
-		Duration: o.Duration, Interval: o.Interval,
+		Duration: o.Duration, Interval: o.Interval, Quiet: o.Quiet,
 	}
 	if o.Follow {
 		lo.Follow = job.Follow

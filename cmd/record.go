@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -26,6 +24,7 @@ type recordOptions struct {
 	Compression string
 	FileVersion int
 	DryRun      bool
+	Quiet       bool
 	Command     []string
 }
 
@@ -141,6 +140,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 		"compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
 	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
 
@@ -206,25 +206,11 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	job := record.NewJob(fs, plan, record.JobOptions{
 		Output: o.Output,
 		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
-		Status: terminal(d.Err),
 		Err:    d.Err,
 	})
-	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration}
+	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration, Quiet: o.Quiet}
 	if o.Follow {
 		lo.Follow = job.Follow
 	}
 	return live.Run(ctx, job, lo)
-}
-
-// terminal returns w if it is a terminal, for the status line, else nil.
-func terminal(w io.Writer) io.Writer {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return nil
-	}
-	return w
 }
