@@ -38,7 +38,7 @@ func TestPrivilegedRecordCPU(t *testing.T) {
 	}
 	comm := regexp.QuoteMeta(commOf(t))
 	on := func(cpu string) int {
-		return len(regexp.MustCompile(`(?m)^ *` + comm + `-\d+ +\[` + cpu + `\] +\d+\.\d+: sys_enter: +NR 110 \(`).FindAllString(report, -1))
+		return len(regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[`+cpu+`\] +\d+\.\d+: sys_enter: +NR 110 \(`).FindAllString(report, -1))
 	}
 	if c0, c1 := on("000"), on("001"); c0 != 0 || c1 != n {
 		t.Errorf("getppid calls of the helpers: %d on CPU 0, %d on CPU 1; want 0 and %d", c0, c1, n)
