@@ -87,6 +87,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
+  # at most 10 seconds of a command (stopped then, as by Ctrl-C), no attach line
+  gtrace hist -q -e raw_syscalls:sys_enter -k id.syscall --duration 10s -- make
+
   # show the plan and the generated BPF, load nothing
   gtrace hist -e raw_syscalls:sys_enter -k id.syscall --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
