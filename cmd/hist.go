@@ -25,6 +25,7 @@ type histOptions struct {
 	Clear    bool
 	Format   string
 	DryRun   bool
+	Quiet    bool
 	Command  []string
 }
 
@@ -105,6 +106,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the system calls of task 1234 in a recording (its records' common_pid)
   gtrace hist -i trace.dat -P 1234 -e raw_syscalls:sys_enter -k id.syscall
 
+  # at most 10 seconds of a command (stopped then, as by Ctrl-C), no attach line
+  gtrace hist -q -e raw_syscalls:sys_enter -k id.syscall --duration 10s -- make
+
   # show the plan and the generated BPF, load nothing
   gtrace hist -e raw_syscalls:sys_enter -k id.syscall --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -166,6 +170,7 @@ free events keep the set in a map of 65536 entries. Without --follow,
 	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
 	enumFlag(f, &o.Format, "format", "", "text", histFormats, "format", "", "output format: "+strings.Join(histFormats, ", "))
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF program, load nothing")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings stay)")
 	return c
 }
 
@@ -316,7 +321,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	}
 	lo := live.Options{
 		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err,
-		Duration: o.Duration, Interval: o.Interval,
+		Duration: o.Duration, Interval: o.Interval, Quiet: o.Quiet,
 	}
 	if o.Follow {
 		lo.Follow = job.Follow

@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -19,12 +17,15 @@ type recordOptions struct {
 	Output      string
 	BufferKB    int
 	PIDs        []int
+	CPUs        []int
+	CPUList     string // --cpu as given
 	Follow      bool
 	Clock       string
 	Duration    time.Duration
 	Compression string
 	FileVersion int
 	DryRun      bool
+	Quiet       bool
 	Command     []string
 }
 
@@ -67,8 +68,15 @@ CPU busy does not keep it from emptying the buffers.
 
 It records until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
 -- CMD ARGS, while CMD runs: CMD is started held, released once the probes are
-attached, and gtrace exits with CMD's exit status. Events of all processes
-are recorded unless -P names some.
+attached, and gtrace exits with CMD's exit status. When --duration ends
+first, or gtrace is stopped by signal N, CMD and its children get SIGINT
+(signal N), then SIGTERM, then SIGKILL, 250ms apart, and gtrace exits
+with CMD's status: 128+N if signal N killed it. Events of all processes
+are recorded unless -P names some, on all CPUs unless --cpu names some.
+
+Once the programs are attached, a line on stderr says what is recorded and
+how it ends; on a terminal, a status line (events/s, events, MB, lost, time
+left) is redrawn every second. -q leaves both out.
 
 --follow, with -- CMD or -P, records only CMD or the processes of -P and
 every process they fork from then on, children and grandchildren, from the
@@ -97,6 +105,12 @@ fork and free events keep the set in a map of 65536 entries. Without
   # context switches of process 1234 and the children it forks from now on
   gtrace record -e sched:sched_switch -P 1234 --follow
 
+  # context switches on CPUs 0 and 2 only, as trace-cmd record -M 5
+  gtrace record -e sched:sched_switch --cpu 0,2
+
+  # no attach line, no status line: for scripts
+  gtrace record -q -e sched:sched_switch --duration 10s
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -124,6 +138,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 			if o.FileVersion == 6 && o.Compression != "none" {
 				return usagef("--compression %s needs --file-version 7", o.Compression)
 			}
+			o.CPUList = c.Flags().Lookup("cpu").Value.String()
 			if runF != nil {
 				return runF(o)
 			}
@@ -139,6 +154,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 		fmt.Sprintf("the ring buffer per CPU is 1 to %d KiB", record.MaxBufferKB),
 		"ring buffer per CPU in KiB, rounded up to a power of two (at least 64)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only record events of these processes (ids of running processes, comma-separated)")
+	f.Var(&cpusValue{p: &o.CPUs, flag: "--cpu"}, "cpu", "only record events on these CPUs, e.g. 0,2-3 (the file keeps every CPU, the others empty)")
 	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: record only those processes and every process they fork")
 	enumFlag(f, &o.Clock, "clock", "C", "mono", recordClocks, "clock", "BPF cannot read trace-cmd's default clock, local",
 		"trace clock of the timestamps: "+strings.Join(recordClocks, ", "))
@@ -147,6 +163,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 		"compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
 	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
 
@@ -155,7 +172,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock})
 	if err != nil {
 		return err
 	}
@@ -168,25 +185,11 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	job := record.NewJob(fs, plan, record.JobOptions{
 		Output: o.Output,
 		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
-		Status: terminal(d.Err),
 		Err:    d.Err,
 	})
-	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration}
+	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration, Quiet: o.Quiet}
 	if o.Follow {
 		lo.Follow = job.Follow
 	}
 	return live.Run(ctx, job, lo)
-}
-
-// terminal returns w if it is a terminal, for the status line, else nil.
-func terminal(w io.Writer) io.Writer {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return nil
-	}
-	return w
 }

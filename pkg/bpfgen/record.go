@@ -172,6 +172,7 @@ type RecordSpec struct {
 	CommEntries int    // pid -> comm entries kept; 0: no comm program
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
 	OnlyTGIDs   []uint32
+	OnlyCPUs    []int // if not empty, only events on these CPUs (sorted) are recorded
 	// Follow, when not nil, records only the processes in the follow
 	// map and adds the programs that keep it (follow.go). Not with
 	// OnlyTGIDs.
@@ -191,7 +192,7 @@ type RecordSpec struct {
 
 // gate returns the gate of the spec's programs, without the switch.
 func (s *RecordSpec) gate() Gate {
-	g := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs}
+	g := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs, CPUs: s.OnlyCPUs}
 	if s.Follow != nil {
 		g.Follow = FollowMapName
 	}

@@ -89,6 +89,8 @@ type Gate struct {
 	// Switch names a one-entry array map whose u64 user space sets to
 	// non-zero to switch the program off at once (SwitchMap makes it).
 	Switch string
+	// CPUs, if not empty, are the only CPUs whose events count (sorted).
+	CPUs []int
 }
 
 // SwitchMap returns the spec of a switch map: one mmapable u64, zero
@@ -289,9 +291,11 @@ func emitSwitch(b *Builder, name, out string) {
 
 // emitGate returns for gtrace's own process and, given a list, for
 // processes not in it, or, following, for those not in the follow map,
-// which it looks up with the u32 at R10+key. R9 holds pid_tgid. Clobbers
-// R0, and R1-R5 when following.
+// which it looks up with the u32 at R10+key, and for CPUs not in its
+// list. R9 holds pid_tgid. Clobbers R0, and R1-R5 when following or
+// given CPUs.
 func emitGate(b *Builder, g Gate, key int16, out string) {
+	emitCPUGate(b, g.CPUs, out)
 	if g.ExcludeTGID == 0 && len(g.OnlyTGIDs) == 0 && g.Follow == "" {
 		return
 	}
@@ -311,6 +315,37 @@ func emitGate(b *Builder, g Gate, key int16, out string) {
 	if g.Follow != "" {
 		emitFollowGate(b, g.Follow, key, out)
 	}
+}
+
+// emitCPUGate returns for events on CPUs not in cpus (sorted; empty:
+// none returns): a compare or two per run of consecutive CPUs. Clobbers
+// R0-R5.
+func emitCPUGate(b *Builder, cpus []int, out string) {
+	if len(cpus) == 0 {
+		return
+	}
+	b.Comment("CPU filter")
+	ok := b.Label("cpu_ok")
+	b.Emit(asm.FnGetSmpProcessorId.Call())
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if i == j {
+			b.Emit(asm.JEq.Imm(asm.R0, int32(cpus[i]), ok))
+		} else {
+			next := b.Label("cpu_next")
+			b.Emit(
+				asm.JLT.Imm(asm.R0, int32(cpus[i]), next),
+				asm.JLE.Imm(asm.R0, int32(cpus[j]), ok),
+			)
+			b.Mark(next)
+		}
+		i = j + 1
+	}
+	b.Emit(asm.Ja.Label(out))
+	b.Mark(ok)
 }
 
 // Collection assembles programs and the maps they share.

@@ -222,6 +222,24 @@ func (j *LiveJob) Attach() error {
 	return nil
 }
 
+// Attached says what the job counts, for the run's attach line:
+// "counting a hist of sched:sched_switch (1 program)" or
+// "counting 2 hists of 2 events (2 programs)".
+func (j *LiveJob) Attached() string {
+	progs := 0
+	for _, c := range j.compiled {
+		progs += len(c.Program.Collection.Programs)
+	}
+	what := fmt.Sprintf("%d programs", progs)
+	if progs == 1 {
+		what = "1 program"
+	}
+	if len(j.compiled) == 1 {
+		return fmt.Sprintf("counting a hist of %s (%s)", j.compiled[0].Format.FullName(), what)
+	}
+	return fmt.Sprintf("counting %d hists of %d events (%s)", len(j.compiled), len(j.compiled), what)
+}
+
 // Tick prints the tables, emptying them with Clear.
 func (j *LiveJob) Tick() error { return j.print(j.cfg.Clear) }
 

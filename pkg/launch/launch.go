@@ -83,9 +83,6 @@ func (h *Held) Done() <-chan int {
 	return ch
 }
 
-// Signal forwards a signal to the command.
-func (h *Held) Signal(sig os.Signal) { _ = h.cmd.Process.Signal(sig) }
-
 // ExitStatus turns a process state into a shell-style exit status.
 func ExitStatus(ps *os.ProcessState, err error) int {
 	if ps == nil {

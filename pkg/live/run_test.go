@@ -3,8 +3,11 @@ package live
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,5 +100,98 @@ func TestRunFollow(t *testing.T) {
 	}
 	if got := strings.Join(j.calls, " "); got != "follow attach stop" || fmt.Sprint(followed) != strings.TrimSpace(out.String()) {
 		t.Errorf("calls %q, followed pid %d, the command's %q; want follow attach stop and its pid", got, followed, out.String())
+	}
+}
+
+// describedJob is an orderJob that says what it traces.
+type describedJob struct{ orderJob }
+
+func (j *describedJob) Attached() string { return "counting 2 events (2 programs)" }
+
+// TestAttachLine: once attached, Run prints one line on stderr that says
+// what is traced and how it ends; Quiet leaves it out, and a stderr that
+// is no terminal gets no status line.
+func TestAttachLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  Job
+		o    Options
+		want string
+	}{
+		{"plain", &orderJob{}, Options{Duration: time.Millisecond}, "gtrace: tracing for 1ms; Ctrl-C to stop sooner\n"},
+		{"described", &describedJob{}, Options{Duration: 2 * time.Millisecond}, "gtrace: counting 2 events (2 programs) for 2ms; Ctrl-C to stop sooner\n"},
+		{"command", &describedJob{}, Options{Command: []string{"/bin/true"}}, "gtrace: counting 2 events (2 programs) while true runs; Ctrl-C to stop\n"},
+		{"command and duration", &describedJob{}, Options{Command: []string{"true"}, Duration: time.Minute}, "gtrace: counting 2 events (2 programs) while true runs, for at most 1m0s; Ctrl-C to stop\n"},
+		{"quiet", &describedJob{}, Options{Command: []string{"true"}, Quiet: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr strings.Builder
+			tc.o.Stderr = &stderr
+			if err := Run(context.Background(), tc.job, tc.o); err != nil {
+				t.Fatal(err)
+			}
+			if stderr.String() != tc.want {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
+			}
+		})
+	}
+	if got := until(Options{}); got != "; Ctrl-C to stop" {
+		t.Errorf("until(no command, no duration) = %q", got)
+	}
+}
+
+// TestRunDurationStopsCommand: when --duration ends, the command is
+// stopped as an interrupted run's is (SIGINT, SIGTERM, SIGKILL) and its
+// status is the run's: 130 for a sleep that SIGINT killed, 143 for one
+// that ignores SIGINT.
+func TestRunDurationStopsCommand(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   int
+	}{
+		{"echo $$; exec sleep 30", 130},
+		{`trap "" INT; echo $$; exec sleep 30`, 143},
+		// The shell's child sleep: stopped with the shell, not orphaned.
+		{`trap "" INT; sleep 30 & echo $!; wait`, 143},
+	} {
+		j := &orderJob{}
+		var out strings.Builder
+		start := time.Now()
+		err := Run(context.Background(), j, Options{
+			Command: []string{"sh", "-c", tc.script}, Stdout: &out, Stderr: io.Discard, Duration: 500 * time.Millisecond,
+		})
+		took := time.Since(start)
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != tc.want || took > 10*time.Second {
+			t.Errorf("%s: Run = %v after %v, want exit status %d within 10s", tc.script, err, took, tc.want)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(out.String()))
+		if pid <= 0 {
+			t.Fatalf("%s: no pid in %q", tc.script, out.String())
+		}
+		if running(pid, 5*time.Second) {
+			t.Errorf("%s: process %d still running 5s after the run", tc.script, pid)
+		}
+		if got := strings.Join(j.calls, " "); got != "attach stop" {
+			t.Errorf("%s: calls %q, want attach stop", tc.script, got)
+		}
+	}
+}
+
+// running reports whether process pid still runs (exists and is no
+// zombie) after waiting up to wait for it to end.
+func running(pid int, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		s := string(b)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
 	}
 }

@@ -74,7 +74,7 @@ func meta(fs *tracefs.FS, p *Plan, tracer string) (*tracedat.Meta, error) {
 	m := &tracedat.Meta{
 		PageSize: p.PageSize,
 		Version:  tracer,
-		CPUs:     p.CPUs[len(p.CPUs)-1] + 1,
+		CPUs:     p.FileCPUs,
 		TraceID:  rand.Uint64(),
 		Uname:    uname(),
 	}

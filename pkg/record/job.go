@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
@@ -11,9 +12,6 @@ import (
 type JobOptions struct {
 	Output string      // the trace.dat file
 	File   FileOptions // its version and compression
-	// Status, when not nil, receives a status line every second: give it
-	// a terminal.
-	Status io.Writer
 	// Err receives warnings (events left out) and the statistics at the
 	// end.
 	Err io.Writer
@@ -26,6 +24,9 @@ type Job struct {
 	fs   *tracefs.FS
 	o    JobOptions
 	sess *Session
+
+	prev     uint64    // events at the last Status
+	prevTime time.Time // when
 }
 
 // NewJob returns the job that records p into o.Output.
@@ -46,8 +47,37 @@ func (j *Job) Attach() error {
 	skip := func(ev *Event, err error) {
 		fmt.Fprintf(j.o.Err, "gtrace: warning: not recording %s: %v\n", ev.Format.FullName(), err)
 	}
-	j.sess, err = Start(j.plan, out, StartOptions{Status: j.o.Status, Skip: skip})
+	j.sess, err = Start(j.plan, out, StartOptions{Skip: skip})
+	j.prevTime = time.Now()
 	return err
+}
+
+// Attached says what the job records, for the run's attach line:
+// "recording 3 events (5 programs) to trace.dat".
+func (j *Job) Attached() string {
+	events, progs := j.sess.Attached()
+	return fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
+}
+
+// Status is the run's status line: events per second since the last
+// call, events and megabytes written, events lost.
+func (j *Job) Status() string {
+	events, bytes, lost := j.sess.Progress()
+	now := time.Now()
+	rate := 0.0
+	if d := now.Sub(j.prevTime).Seconds(); d > 0 {
+		rate = float64(events-j.prev) / d
+	}
+	j.prev, j.prevTime = events, now
+	return fmt.Sprintf("%.0f events/s, %d events, %.1f MB, %d lost", rate, events, float64(bytes)/1e6, lost)
+}
+
+// plural is "1 event", "2 events".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Tick does nothing: a recording has no periodic output.

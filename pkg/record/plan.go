@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/attach"
@@ -48,6 +49,12 @@ type Options struct {
 	// default the records of raw_syscalls are built on raw tracepoints
 	// where the kernel has BTF (see bpfgen.DirectTracepoint).
 	Classic bool
+	// CPUs, if not empty, are the only CPUs recorded (sorted, as
+	// parse.CPUList returns them): the file has every online CPU, the
+	// others empty, as trace-cmd record -M writes it. CPUList is the
+	// list as given, for errors.
+	CPUs    []int
+	CPUList string
 	// Follow records the processes of PIDs, and those that Job.Follow
 	// names (the command), and every process they fork from the start
 	// on, as the follow programs of bpfgen's follow.go track them.
@@ -72,7 +79,8 @@ type Event struct {
 type Plan struct {
 	Events   []*Event
 	Clock    bpfgen.Clock
-	CPUs     []int // the CPUs whose rings are read: those online
+	CPUs     []int // the CPUs whose rings are read: those online, or those of Options.CPUs
+	FileCPUs int   // the CPUs of the file: the highest online CPU + 1
 	RingSize int   // bytes of each CPU's ring
 	PageSize int   // bytes of a ring-buffer page in the file
 	Program  *bpfgen.Program
@@ -119,11 +127,18 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	for ring < kb<<10 {
 		ring <<= 1
 	}
-	cpus, err := probe.OnlineCPUs()
+	online, err := probe.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Clock: clock, CPUs: cpus, RingSize: ring, PageSize: page}
+	cpus := online
+	if len(o.CPUs) > 0 {
+		if err := checkOnline(o.CPUList, o.CPUs, online); err != nil {
+			return nil, err
+		}
+		cpus = o.CPUs
+	}
+	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page}
 
 	index := map[tracefs.Event]int{}
 	for _, es := range o.Events {
@@ -185,7 +200,8 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	}
 
 	spec := &bpfgen.RecordSpec{
-		CPUs:        cpus[len(cpus)-1] + 1,
+		CPUs:        p.FileCPUs,
+		OnlyCPUs:    o.CPUs,
 		RingSize:    ring,
 		MaxRecord:   maxRecord(page),
 		Clock:       clock,
@@ -232,6 +248,39 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// checkOnline returns a *parse.Error, its caret on the item of list that
+// names it, for the first CPU of cpus that is not online.
+func checkOnline(list string, cpus, online []int) error {
+	on := map[int]bool{}
+	for _, c := range online {
+		on[c] = true
+	}
+	for _, c := range cpus {
+		if on[c] {
+			continue
+		}
+		off, end := 0, len(list)
+		pos := 0
+		for _, item := range strings.Split(list, ",") {
+			lo, hi, isRange := strings.Cut(item, "-")
+			a, errA := strconv.Atoi(strings.TrimSpace(lo))
+			b := a
+			var errB error
+			if isRange {
+				b, errB = strconv.Atoi(strings.TrimSpace(hi))
+			}
+			if errA == nil && errB == nil && a <= c && c <= b {
+				off, end = pos, pos+len(item)
+				break
+			}
+			pos += len(item) + 1
+		}
+		return parse.Errorf("--cpu", list, off, end, "CPU %d is not online", c).
+			WithHint("the online CPUs are %s", cpuList(online))
+	}
+	return nil
 }
 
 // needDirect reports whether some event could be recorded on a raw

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -82,10 +81,6 @@ func (s *Stats) Bytes() (n uint64) {
 
 // StartOptions tune a session.
 type StartOptions struct {
-	// Status, when not nil, receives a status line (events per second,
-	// megabytes, events lost) every second, redrawn in place: give it a
-	// terminal.
-	Status io.Writer
 	// Skip, when not nil, is told about each optional event that could
 	// not be attached and is not recorded.
 	Skip func(ev *Event, err error)
@@ -102,7 +97,8 @@ type Session struct {
 	rings   []*probe.Ring
 	lost    *probe.Counters
 	readers []*reader
-	status  io.Writer
+	events  int // events attached
+	progs   int // programs loaded
 
 	stop     chan struct{} // closed by Stop: readers drain and end
 	wg       sync.WaitGroup
@@ -110,16 +106,14 @@ type Session struct {
 	failOnce sync.Once
 	err      error // the first reader error, set before failed is closed
 
-	statusStop chan struct{}
-	statusDone chan struct{}
-	restore    func() // sets the threads' priority back
+	restore func() // sets the threads' priority back
 }
 
 // Start loads the plan's programs, maps the rings, starts a reader per CPU
 // and attaches the programs. The session owns out from then on; on error,
 // Start has aborted it.
 func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
-	s := &Session{out: out, status: o.Status, stop: make(chan struct{}), failed: make(chan struct{}), restore: raisePriority(recordNice)}
+	s := &Session{out: out, stop: make(chan struct{}), failed: make(chan struct{}), restore: raisePriority(recordNice)}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -189,10 +183,7 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		s.stopReaders()
 		return nil, fmt.Errorf("none of the %d events could be attached", len(p.Events))
 	}
-	if s.status != nil {
-		s.statusStop, s.statusDone = make(chan struct{}), make(chan struct{})
-		go s.showStatus()
-	}
+	s.events, s.progs = attached, len(p.Program.Collection.Programs)
 	return s, nil
 }
 
@@ -210,10 +201,6 @@ func (s *Session) fail(err error) {
 // Stop detaches the programs, drains the rings, completes the output and
 // returns what was recorded. The session is finished afterwards.
 func (s *Session) Stop() (*Stats, error) {
-	if s.statusStop != nil {
-		close(s.statusStop)
-		<-s.statusDone
-	}
 	st := &Stats{Missed: s.objs.RecursionMisses()}
 	// Switching the programs off first makes the end of every CPU's data
 	// a clean cut: the rings, then what the batches hold. A program that
@@ -277,28 +264,18 @@ func (s *Session) release() {
 	}
 }
 
-// showStatus redraws the status line every second until Stop.
-func (s *Session) showStatus() {
-	defer close(s.statusDone)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	var prev uint64
-	then := time.Now()
-	for {
-		select {
-		case <-s.statusStop:
-			fmt.Fprint(s.status, "\r\x1b[K")
-			return
-		case now := <-t.C:
-			var events, bytes, lost uint64
-			for _, r := range s.readers {
-				events += r.events.Load()
-				bytes += r.bytes.Load()
-				lost += r.lostWritten.Load()
-			}
-			rate := float64(events-prev) / now.Sub(then).Seconds()
-			prev, then = events, now
-			fmt.Fprintf(s.status, "\r%.0f events/s, %d events, %.1f MB, %d lost\x1b[K", rate, events, float64(bytes)/1e6, lost)
-		}
+// Attached returns the number of events recorded, those that could be
+// attached, and of the BPF programs loaded to record them.
+func (s *Session) Attached() (events, programs int) { return s.events, s.progs }
+
+// Progress returns what the session has written so far: records, bytes
+// of records and events lost, on all CPUs. It may be called while the
+// session runs.
+func (s *Session) Progress() (events, bytes, lost uint64) {
+	for _, r := range s.readers {
+		events += r.events.Load()
+		bytes += r.bytes.Load()
+		lost += r.lostWritten.Load()
 	}
+	return events, bytes, lost
 }
