@@ -48,6 +48,10 @@ type Options struct {
 	// default the records of raw_syscalls are built on raw tracepoints
 	// where the kernel has BTF (see bpfgen.DirectTracepoint).
 	Classic bool
+	// Stream has the programs hand every record to the ring at once,
+	// for a live output (see bpfgen.RecordSpec.Stream); by default they
+	// batch them.
+	Stream bool
 }
 
 // Event is one event that a plan records.
@@ -183,6 +187,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		Clock:       clock,
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
+		Stream:      o.Stream,
 	}
 	if !o.Classic {
 		spec.Shared = true
