@@ -42,9 +42,10 @@ func TestMain(m *testing.M) {
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
-// 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N", or
-// "main ARGS..." (gtrace itself, as main.go runs it; the arguments are
-// those of argsEnv if it is set).
+// 100), "lines N" (N numbered lines to fd 1 and to fd 2, both
+// /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
+// N", or "main ARGS..." (gtrace itself, as main.go runs it; the
+// arguments are those of argsEnv if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
@@ -94,6 +95,26 @@ func runWorkload(w string) int {
 		buf := make([]byte, n)
 		for i := 1; i <= n; i++ {
 			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
+				return 96
+			}
+		}
+	case "lines":
+		// lines N: "line I\n" to fd 1 and "errr I\n" to fd 2 for I in
+		// 1..N, both /dev/null: the first nine of each are 7 bytes.
+		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+		if err != nil {
+			return 98
+		}
+		for _, fd := range []int{1, 2} {
+			if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+				return 97
+			}
+		}
+		for i := 1; i <= n; i++ {
+			if _, err := syscall.Write(1, []byte(fmt.Sprintf("line %d\n", i))); err != nil {
+				return 96
+			}
+			if _, err := syscall.Write(2, []byte(fmt.Sprintf("errr %d\n", i))); err != nil {
 				return 96
 			}
 		}

@@ -1,0 +1,73 @@
+package cmd
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+)
+
+// TestPrivilegedFilterStream streams the writes of 7 bytes to fd 1 while a
+// helper writes n numbered lines to fd 1 and to fd 2 (the first nine of
+// each are 7 bytes): exactly the helper's nine matching writes print, and
+// the stream is byte for byte what gtrace report and trace-cmd report
+// print of the file that -o wrote; the same with --format ndjson against
+// gtrace report's NDJSON.
+func TestPrivilegedFilterStream(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n, want = 30, 9
+	comm := commOf(t)
+	line := regexp.MustCompile(`(?m)^ *` + regexp.QuoteMeta(comm) + `-(\d+) +\[\d+\] +\d+\.\d+: sys_enter_write: +fd: 0x00000001, buf: 0x[0-9a-f]+, count: 0x00000007$`)
+	for _, format := range []string{"text", "ndjson"} {
+		file := filepath.Join(t.TempDir(), "trace.dat")
+		args := append([]string{"filter", "-e", "syscalls:sys_enter_write", "-f", "fd == 1 && count == 7", "-o", file, "--format", format},
+			workload(t, fmt.Sprintf("lines %d", n))...)
+		out, errOut, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("gtrace filter --format %s: exit %d, stderr:\n%s", format, code, errOut)
+		}
+		if !strings.Contains(errOut, "gtrace: streaming syscalls:sys_enter_write if fd == 1 && count == 7; Ctrl-C to stop\n") ||
+			!regexp.MustCompile(`(?m)^gtrace: \d+ events, 0 lost; written to `+regexp.QuoteMeta(file)+`$`).MatchString(errOut) {
+			t.Errorf("--format %s: stderr:\n%s", format, errOut)
+		}
+		if format == "text" {
+			got := line.FindAllStringSubmatch(out, -1)
+			if len(got) != want {
+				t.Fatalf("%d matching lines of %s, want %d; stream:\n%s", len(got), comm, want, out)
+			}
+			for _, m := range got[1:] {
+				if m[1] != got[0][1] {
+					t.Fatalf("lines of pids %s and %s, want the helper's alone:\n%s", got[0][1], m[1], out)
+				}
+			}
+			mine, errOut, code := run(t, "report", "-i", file)
+			if code != 0 || cutCPUs(t, mine) != out {
+				t.Errorf("gtrace report -i: exit %d (%s), differs from the stream:\n%s", code, errOut, testutil.FirstDiff(out, cutCPUs(t, mine)))
+			}
+			if theirs := cutCPUs(t, traceCmdReport(t, file)); theirs != out {
+				t.Errorf("trace-cmd report differs from the stream:\n%s", testutil.FirstDiff(out, theirs))
+			}
+			continue
+		}
+		if got := strings.Count(out, `"comm":"`+comm+`","pid":`); got != want {
+			t.Errorf("%d objects of %s, want %d; stream:\n%s", got, comm, want, out)
+		}
+		mine, errOut, code := run(t, "report", "-i", file, "--format", "ndjson")
+		if code != 0 || mine != out {
+			t.Errorf("gtrace report -i --format ndjson: exit %d (%s), differs from the stream:\n%s", code, errOut, testutil.FirstDiff(out, mine))
+		}
+	}
+}
+
+// cutCPUs returns report text without its first line, "cpus=N".
+func cutCPUs(t *testing.T, report string) string {
+	t.Helper()
+	first, rest, ok := strings.Cut(report, "\n")
+	if !ok || !strings.HasPrefix(first, "cpus=") {
+		t.Fatalf("report starts %q, want cpus=N", first)
+	}
+	return rest
+}
