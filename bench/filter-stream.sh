@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # filter-stream.sh: does `gtrace filter -e raw_syscalls:sys_enter`, with
 # stdout to /dev/null and the default buffer, keep up with a getppid storm
-# on every CPU? Prints the events it streamed per second and the events it
-# lost, and, measured in the same run, the per-event overhead of the
+# on every CPU? Prints the events it streamed per second (over its whole
+# run, start-up and drain included: a lower bound) and the events it lost, and, measured in the same run, the per-event overhead of the
 # stream (every sample handed to the ring at once) next to that of
 # `gtrace record` (samples batched) on the same storm.
 #
@@ -51,18 +51,7 @@ fi
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-tracer=
-# shellcheck disable=SC2317 # invoked by the EXIT trap
-cleanup() {
-	if [[ -n $tracer ]]; then
-		kill -INT "$tracer" 2>/dev/null || true
-		sleep 1
-		kill -KILL "$tracer" 2>/dev/null || true
-		wait "$tracer" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 echo "$prog: building in a temporary directory" >&2
@@ -73,41 +62,26 @@ export CGO_ENABLED=0
 	go build -o "$tmp/gtrace" .
 )
 
-# start MODE: start the tracer of MODE in the background and wait until
-# its two links (the comm program's and sys_enter's) are made.
-start() {
+# run MODE: run the getppid loop under the tracer of MODE, as the
+# tracer's -- CMD (held until the programs are attached; the tracer ends
+# with it, without a signal and its time limit), and print "NS WALL_NS":
+# the loop's CPU time per call and the tracer's whole run's wall time.
+run() {
 	: >"$tmp/err"
+	local loop=("$tmp/loop" -n "$calls" -threads "$threads" -clock cpu)
+	local w0 w1
+	w0=$(date +%s%N)
 	case $1 in
-	none) return 0 ;;
-	record) "$tmp/gtrace" record -e raw_syscalls:sys_enter -o "$tmp/trace.dat" >/dev/null 2>"$tmp/err" & ;;
-	filter) "$tmp/gtrace" filter -e raw_syscalls:sys_enter -q >/dev/null 2>"$tmp/err" & ;;
-	esac
-	tracer=$!
-	local i
-	for ((i = 0; i < 600; i++)); do
-		(($(grep -ls "^link_type:" /proc/$tracer/fdinfo/* 2>/dev/null | wc -l) >= 2)) && return 0
-		kill -0 "$tracer" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "$prog: $1 did not start:" >&2
-	cat "$tmp/err" >&2
-	return 1
-}
-
-# stop MODE: SIGINT, as a user would, and wait; gtrace exits 130 (128 +
-# SIGINT) once it has completed its output.
-stop() {
-	[[ -n $tracer ]] || return 0
-	kill -INT "$tracer"
-	local st=0
-	wait "$tracer" || st=$?
-	if ((st != 0 && st != 130)); then
+	none) "${loop[@]}" >"$tmp/ns" ;;
+	record) "$tmp/gtrace" record -e raw_syscalls:sys_enter -o "$tmp/trace.dat" -- sh -c 'exec "$@" >"$0"' "$tmp/ns" "${loop[@]}" >/dev/null 2>"$tmp/err" ;;
+	filter) "$tmp/gtrace" filter -e raw_syscalls:sys_enter -q -- sh -c 'exec "$@" >"$0"' "$tmp/ns" "${loop[@]}" >/dev/null 2>"$tmp/err" ;;
+	esac || {
 		echo "$prog: $1 failed:" >&2
 		cat "$tmp/err" >&2
-		tracer=
 		return 1
-	fi
-	tracer=
+	}
+	w1=$(date +%s%N)
+	echo "$(cat "$tmp/ns") $((w1 - w0))"
 }
 
 # counts MODE: "EVENTS LOST" from the tracer's last line on stderr.
@@ -127,13 +101,10 @@ for ((r = 0; r < rounds; r++)); do
 	line="round $((r + 1))/$rounds:"
 	for ((i = 0; i < ${#modes[@]}; i++)); do
 		mode=${modes[(i + r) % ${#modes[@]}]}
-		start "$mode"
-		w0=$(date +%s%N)
-		ns=$("$tmp/loop" -n "$calls" -threads "$threads" -clock cpu)
-		w1=$(date +%s%N)
-		stop "$mode"
+		run "$mode" >"$tmp/run"
+		read -r ns wall <"$tmp/run"
 		read -r events lost <<<"$(counts "$mode")"
-		echo "$mode $ns $((w1 - w0)) ${events:-0} ${lost:-0}" >>"$results"
+		echo "$mode $ns $wall ${events:-0} ${lost:-0}" >>"$results"
 		line+=" $mode $ns ns/call ${events:-0} events ${lost:-0} lost;"
 		rm -f "$tmp/trace.dat"
 	done
@@ -155,7 +126,7 @@ function median(arr, m,    a, i, j, t, c) {
 }
 END {
 	base = median(cpu, "none")
-	print "| mode | cpu ns/call | overhead ns/event | events/s while the storm ran | events lost (all rounds) |"
+	print "| mode | cpu ns/call | overhead ns/event | events/s (whole run) | events lost (all rounds) |"
 	print "|---|---:|---:|---:|---:|"
 	printf "| none | %.1f | 0 | - | - |\n", base
 	split("record filter", ms, " ")
