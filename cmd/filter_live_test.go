@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gtrace/gtrace/internal/testutil"
 )
@@ -70,4 +73,38 @@ func cutCPUs(t *testing.T, report string) string {
 		t.Fatalf("report starts %q, want cpus=N", first)
 	}
 	return rest
+}
+
+// TestPrivilegedFilterLive checks that the stream is live: a helper makes
+// n getpgid calls and then none until the test has seen all n lines on
+// gtrace's stdout, which must therefore print them while the helper
+// runs. The filter keeps every other process's events out of the CPUs'
+// batches, so no later event pushes them out: a recording's batching
+// would hold them until the end.
+func TestPrivilegedFilterLive(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 3
+	goOn := filepath.Join(t.TempDir(), "go-on")
+	t.Setenv(goOnEnv, goOn)
+	args := append([]string{"filter", "-e", "syscalls:sys_enter_getpgid", fmt.Sprintf("pid == %d", noPID)},
+		workload(t, fmt.Sprintf("getpgid-wait %d", n))...)
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- Main(context.Background(), args, &out, &errb) }()
+	line := regexp.MustCompile(`(?m)^ *` + regexp.QuoteMeta(commOf(t)) + `-\d+ +\[\d+\] +\d+\.\d+: sys_enter_getpgid: +pid: 0x7ffffff0$`)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(line.FindAllString(out.String(), -1)) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	seen := len(line.FindAllString(out.String(), -1))
+	if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code := <-done
+	if seen != n {
+		t.Errorf("%d lines printed while the helper waited, want %d; stdout:\n%s\nstderr:\n%s", seen, n, out.String(), errb.String())
+	}
+	if got := len(line.FindAllString(out.String(), -1)); code != 0 || got != n {
+		t.Errorf("exit %d, %d lines in all, want 0 and %d; stderr:\n%s", code, got, n, errb.String())
+	}
 }

@@ -30,6 +30,14 @@ const readyEnv = "GTRACE_TEST_READY"
 // pidFileEnv names the file where the "nanosleep" workload writes its pid.
 const pidFileEnv = "GTRACE_TEST_PIDFILE"
 
+// goOnEnv names the file that the "getppid-wait" workload waits for
+// before it exits.
+const goOnEnv = "GTRACE_TEST_GO_ON"
+
+// noPID is a pid above any pid_max, which only the tests' getpgid calls
+// ask for.
+const noPID = 0x7ffffff0
+
 // workloadFD is the descriptor the write workload writes to (/dev/null).
 const workloadFD = 100
 
@@ -41,7 +49,8 @@ func TestMain(m *testing.M) {
 }
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
-// (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
+// (then sleeps MS milliseconds), "getpgid-wait N" (N getpgid calls
+// for noPID, then waits for goOnEnv's file), "write N" (writes of 1..N bytes to fd
 // 100), "lines N" (N numbered lines to fd 1 and to fd 2, both
 // /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
 // N", or "main ARGS..." (gtrace itself, as main.go runs it; the
@@ -98,6 +107,18 @@ func runWorkload(w string) int {
 				return 96
 			}
 		}
+	case "getpgid-wait":
+		// N getpgid calls for the pid noPID, then no more until
+		// goOnEnv's file exists (at most a minute).
+		for i := 0; i < n; i++ {
+			syscall.Getpgid(noPID)
+		}
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(os.Getenv(goOnEnv)); err == nil {
+				return 0
+			}
+		}
+		return 93
 	case "lines":
 		// lines N: "line I\n" to fd 1 and "errr I\n" to fd 2 for I in
 		// 1..N, both /dev/null: the first nine of each are 7 bytes.
