@@ -88,6 +88,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
 			if err := positionalFilter(o, args); err != nil {
 				return err
 			}
+			if o.Output == "" && (c.Flags().Changed("compression") || c.Flags().Changed("file-version")) {
+				return usagef("--compression and --file-version are those of the -o file: give -o FILE")
+			}
 			if o.FileVersion == 6 && o.Compression != "none" {
 				return usagef("--compression %s needs --file-version 7", o.Compression)
 			}

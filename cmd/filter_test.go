@@ -1,12 +1,15 @@
 package cmd
 
 import (
+	"bytes"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gtrace/gtrace/pkg/record"
+	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
 func TestFilterCmdFlags(t *testing.T) {
@@ -52,6 +55,8 @@ func TestFilterUsageErrors(t *testing.T) {
 		{[]string{"filter", "-e", "a:b", "fd == 1", "ls"}, `filter takes one filter argument, got 2 (["fd == 1" "ls"])`},
 		{[]string{"filter", "-e", "a:b", "--format", "json"}, `invalid format "json"`},
 		{[]string{"filter", "-e", "a:b", "--check", "--", "ls"}, "--check only checks the filters"},
+		{[]string{"filter", "-e", "a:b", "--compression", "zstd"}, "--compression and --file-version are those of the -o file: give -o FILE"},
+		{[]string{"filter", "-e", "a:b", "-o", "x.dat", "--file-version", "6", "--compression", "zstd"}, "--compression zstd needs --file-version 7"},
 	} {
 		d, _, errb := fakeDeps(t)
 		if code := runDeps(d, tc.args...); code != exitUsage || !strings.Contains(errb.String(), tc.want) {
@@ -123,5 +128,19 @@ func TestFilterCheck(t *testing.T) {
 			t.Errorf("gtrace filter %q --check: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout:\n%s\nstderr with\n%s\n%s",
 				tc.args, code, out, errb, tc.code, tc.out, tc.err, tc.caretLines)
 		}
+	}
+}
+
+// TestFilterCheckNoTracefs checks that --check says what it needs when
+// tracefs cannot be read.
+func TestFilterCheckNoTracefs(t *testing.T) {
+	var out, errb bytes.Buffer
+	d := &Deps{Out: &out, Err: &errb, TraceFS: func() (*tracefs.FS, error) {
+		return nil, errors.New("read tracefs at /sys/kernel/tracing: permission denied: gtrace needs root")
+	}}
+	code := runDeps(d, "filter", "-e", "sched:sched_switch", "prev_pid == 0", "--check")
+	want := "gtrace: --check reads the events' formats from tracefs: read tracefs at /sys/kernel/tracing: permission denied: gtrace needs root\n"
+	if code != exitFailure || errb.String() != want || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, out.String(), errb.String(), want)
 	}
 }

@@ -3,6 +3,8 @@ package stream
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,5 +251,67 @@ func TestAbort(t *testing.T) {
 	add(t, ks[0], 1000, 7, 1)
 	if err := ks[0].(record.ChunkSink).EndChunk(); err == nil {
 		t.Error("EndChunk after Abort did not fail")
+	}
+}
+
+// fakeSink records what it is given.
+type fakeSink struct{ calls []string }
+
+func (f *fakeSink) Add(ts uint64, p []byte) error {
+	f.calls = append(f.calls, fmt.Sprintf("add %d %d", ts, len(p)))
+	return nil
+}
+func (f *fakeSink) Lost(n uint64)     { f.calls = append(f.calls, fmt.Sprintf("lost %d", n)) }
+func (f *fakeSink) FlushPages() error { f.calls = append(f.calls, "pages"); return nil }
+func (f *fakeSink) Flush() error      { f.calls = append(f.calls, "flush"); return nil }
+
+// chunkSink is a fakeSink that hears the ends of chunks.
+type chunkSink struct{ fakeSink }
+
+func (c *chunkSink) EndChunk() error { c.calls = append(c.calls, "end"); return nil }
+
+// fakeOutput hands out one sink.
+type fakeOutput struct {
+	sink     record.PageSink
+	finished map[int]string
+	aborted  bool
+}
+
+func (f *fakeOutput) CPU(int) record.PageSink { return f.sink }
+func (f *fakeOutput) Finish(_ *record.Stats, names map[int]string) error {
+	f.finished = names
+	return nil
+}
+func (f *fakeOutput) Abort() { f.aborted = true }
+
+// TestTee checks that a tee gives both outputs everything, and the ends
+// of chunks to the sink that wants them alone.
+func TestTee(t *testing.T) {
+	file, live := &fakeSink{}, &chunkSink{}
+	a, b := &fakeOutput{sink: file}, &fakeOutput{sink: live}
+	tee := Tee(a, b)
+	k := tee.CPU(0)
+	if err := k.Add(5, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	k.Lost(2)
+	if err := k.(record.ChunkSink).EndChunk(); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(k.FlushPages(), k.Flush(), tee.Finish(&record.Stats{}, map[int]string{1: "a"})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(file.calls, ", "), "add 5 16, lost 2, pages, flush"; got != want {
+		t.Errorf("file sink got %s, want %s", got, want)
+	}
+	if got, want := strings.Join(live.calls, ", "), "add 5 16, lost 2, end, pages, flush"; got != want {
+		t.Errorf("stream sink got %s, want %s", got, want)
+	}
+	if a.finished[1] != "a" || b.finished[1] != "a" {
+		t.Errorf("Finish reached %v and %v", a.finished, b.finished)
+	}
+	tee.Abort()
+	if !a.aborted || !b.aborted {
+		t.Error("Abort did not reach both outputs")
 	}
 }
