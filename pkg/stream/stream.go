@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,20 +48,33 @@ type Options struct {
 	Delay time.Duration
 }
 
-// rec is a record a sink copied.
+// rec is a record a sink copied into its batch's buf. It holds no
+// pointer, so that copying records costs the garbage collector nothing.
 type rec struct {
-	ts     uint64
-	data   []byte
-	missed int64 // events lost just before it
+	ts       uint64
+	off, end int   // its bytes in the batch's buf
+	missed   int64 // events lost just before it
 }
 
-// batch is what a sink hands the printer at once.
+// batch is what a sink hands the printer at once. The printer gives it
+// back to the pool once it has printed its records.
 type batch struct {
 	q    int // the CPU's queue
+	buf  []byte
 	recs []rec
 	// lost, in a CPU's last batch, counts events lost after its last
 	// record.
 	lost uint64
+}
+
+// batches recycles batches and their memory.
+var batches = sync.Pool{New: func() any { return &batch{buf: make([]byte, 0, 64<<10), recs: make([]rec, 0, 256)} }}
+
+// newBatch returns an empty batch for queue q.
+func newBatch(q int) *batch {
+	b := batches.Get().(*batch)
+	b.q, b.buf, b.recs, b.lost = q, b.buf[:0], b.recs[:0], 0
+	return b
 }
 
 // Stream is a record.Output that prints records as they come, ordered
@@ -68,7 +82,7 @@ type batch struct {
 // or Abort.
 type Stream struct {
 	o      Options
-	in     chan batch
+	in     chan *batch
 	finish chan map[int]string
 	abort  chan struct{}
 	done   chan struct{}
@@ -91,7 +105,7 @@ func New(o Options) *Stream {
 	}
 	s := &Stream{
 		o:      o,
-		in:     make(chan batch, 64),
+		in:     make(chan *batch, 64),
 		finish: make(chan map[int]string),
 		abort:  make(chan struct{}),
 		done:   make(chan struct{}),
@@ -154,7 +168,7 @@ func (s *Stream) err() error {
 
 // send hands b to the printer; it returns the printer's error, or an
 // error if the printer has ended.
-func (s *Stream) send(b batch) error {
+func (s *Stream) send(b *batch) error {
 	if err := s.err(); err != nil {
 		return err
 	}
@@ -175,25 +189,25 @@ func (s *Stream) send(b batch) error {
 // end of each look at the ring.
 type sink struct {
 	s    *Stream
-	q    int // the CPU's queue
-	recs []rec
-	buf  []byte // the bytes of recs
+	q    int    // the CPU's queue
+	b    *batch // the records gathered; nil if none
 	lost uint64 // events lost since the last record
 }
 
 // Add copies a record.
 func (k *sink) Add(ts uint64, payload []byte) error {
-	if len(k.buf)+len(payload) > cap(k.buf) {
-		k.buf = make([]byte, 0, max(64<<10, len(payload)))
+	if k.b == nil {
+		k.b = newBatch(k.q)
 	}
-	off := len(k.buf)
-	k.buf = append(k.buf, payload...)
-	r := rec{ts: ts, data: k.buf[off:len(k.buf):len(k.buf)]}
+	b := k.b
+	off := len(b.buf)
+	b.buf = append(b.buf, payload...)
+	r := rec{ts: ts, off: off, end: len(b.buf)}
 	if k.lost > 0 {
 		r.missed, k.lost = int64(k.lost), 0
 	}
-	k.recs = append(k.recs, r)
-	if len(k.recs) >= maxBatch {
+	b.recs = append(b.recs, r)
+	if len(b.recs) >= maxBatch {
 		return k.handOn()
 	}
 	return nil
@@ -211,27 +225,47 @@ func (k *sink) FlushPages() error { return k.handOn() }
 // Flush hands the last records to the printer, with the events lost
 // after them.
 func (k *sink) Flush() error {
-	err := k.s.send(batch{q: k.q, recs: k.recs, lost: k.lost})
-	k.recs, k.lost = nil, 0
+	if k.b == nil {
+		k.b = newBatch(k.q)
+	}
+	k.b.lost, k.lost = k.lost, 0
+	err := k.s.send(k.b)
+	k.b = nil
 	return err
 }
 
 func (k *sink) handOn() error {
-	if len(k.recs) == 0 {
+	if k.b == nil {
 		return k.s.err()
 	}
-	err := k.s.send(batch{q: k.q, recs: k.recs})
-	k.recs = nil
+	err := k.s.send(k.b)
+	k.b = nil
 	return err
 }
 
 // queue is the records of one CPU that the printer holds.
 type queue struct {
-	cpu  int
-	recs []rec
-	last uint64 // timestamp of the last record received
-	seen bool   // a record was received
-	lost uint64 // events lost after the last record, known at the end
+	cpu     int
+	batches []*batch // in order; the first's records before next are printed
+	next    int
+	last    uint64 // timestamp of the last record received
+	seen    bool   // a record was received
+	lost    uint64 // events lost after the last record, known at the end
+}
+
+// head returns the queue's next record and its batch; nil if none.
+func (q *queue) head() (*rec, *batch) {
+	for len(q.batches) > 0 {
+		b := q.batches[0]
+		if q.next < len(b.recs) {
+			return &b.recs[q.next], b
+		}
+		q.batches[0] = nil
+		q.batches = q.batches[1:]
+		q.next = 0
+		batches.Put(b)
+	}
+	return nil, nil
 }
 
 // run is the printer goroutine.
@@ -256,13 +290,13 @@ func (s *Stream) run() {
 }
 
 // take queues a batch.
-func (s *Stream) take(b batch) {
+func (s *Stream) take(b *batch) {
 	q := s.queues[b.q]
-	q.recs = append(q.recs, b.recs...)
 	if n := len(b.recs); n > 0 {
 		q.last, q.seen = b.recs[n-1].ts, true
 	}
 	q.lost += b.lost
+	q.batches = append(q.batches, b)
 }
 
 // drainIn queues the batches that the sinks sent before Finish.
@@ -301,17 +335,18 @@ func (s *Stream) release(bound uint64) {
 	n := 0
 	for {
 		var next *queue
+		var r *rec
+		var b *batch
 		for _, q := range s.queues {
-			if len(q.recs) > 0 && (next == nil || q.recs[0].ts < next.recs[0].ts) {
-				next = q
+			if qr, qb := q.head(); qr != nil && (r == nil || qr.ts < r.ts) {
+				next, r, b = q, qr, qb
 			}
 		}
-		if next == nil || next.recs[0].ts >= bound {
+		if r == nil || r.ts >= bound {
 			break
 		}
-		s.print(next.cpu, next.recs[0])
-		next.recs[0] = rec{}
-		next.recs = next.recs[1:]
+		s.print(next.cpu, r, b.buf[r.off:r.end:r.end])
+		next.next++
 		n++
 	}
 	if n > 0 {
@@ -320,8 +355,8 @@ func (s *Stream) release(bound uint64) {
 }
 
 // print prints one record.
-func (s *Stream) print(cpu int, r rec) {
-	if pid, ok := parse.CommonPID(r.data); ok && pid != 0 && !s.known[pid] {
+func (s *Stream) print(cpu int, r *rec, data []byte) {
+	if pid, ok := parse.CommonPID(data); ok && pid != 0 && !s.known[pid] {
 		s.known[pid] = true
 		if s.o.Names != nil {
 			if name := s.o.Names(int(pid)); name != "" {
@@ -330,7 +365,7 @@ func (s *Stream) print(cpu int, r rec) {
 			}
 		}
 	}
-	pr := report.Record{CPU: cpu, TS: r.ts, Data: r.data, Missed: r.missed}
+	pr := report.Record{CPU: cpu, TS: r.ts, Data: data, Missed: r.missed}
 	if s.o.JSON {
 		s.line = s.pr.AppendJSON(s.line[:0], pr)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,5 +314,45 @@ func TestTee(t *testing.T) {
 	tee.Abort()
 	if !a.aborted || !b.aborted {
 		t.Error("Abort did not reach both outputs")
+	}
+}
+
+// BenchmarkStream measures the printer's cost per record: two CPUs'
+// sinks, records of raw_syscalls:sys_enter in chunks of 256, text to
+// io.Discard.
+func BenchmarkStream(b *testing.B) {
+	f := testutil.Format(b, "raw_syscalls:sys_enter")
+	s := New(Options{
+		W: io.Discard,
+		Printer: report.PrinterOptions{
+			Formats: map[int]report.EventFormat{f.ID: {Format: f, Text: testutil.FormatText(b, "raw_syscalls:sys_enter")}},
+			Clock:   "mono",
+		},
+		CPUs: []int{0, 1},
+		Now:  func() uint64 { return 0 },
+	})
+	ks := []record.PageSink{s.CPU(0), s.CPU(1)}
+	rec := make([]byte, 64)
+	binary.LittleEndian.PutUint16(rec, uint16(f.ID))
+	binary.LittleEndian.PutUint32(rec[4:], 42)
+	b.ResetTimer()
+	for i := range b.N {
+		k := ks[i&1]
+		if err := k.Add(uint64(i), rec); err != nil {
+			b.Fatal(err)
+		}
+		if i%512 >= 510 {
+			if err := k.(record.ChunkSink).EndChunk(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, k := range ks {
+		if err := k.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Finish(&record.Stats{}, nil); err != nil {
+		b.Fatal(err)
 	}
 }
