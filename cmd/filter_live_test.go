@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,36 @@ func TestPrivilegedFilterLive(t *testing.T) {
 	}
 	if got := len(line.FindAllString(out.String(), -1)); code != 0 || got != n {
 		t.Errorf("exit %d, %d lines in all, want 0 and %d; stderr:\n%s", code, got, n, errb.String())
+	}
+}
+
+// TestPrivilegedFilterCPUs streams the getpgid calls of a helper thread
+// pinned to each CPU, all at once: the stream has every call, on every
+// CPU, merged in the order gtrace report and trace-cmd report print the
+// file that -o wrote, byte for byte.
+func TestPrivilegedFilterCPUs(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 3000
+	file := filepath.Join(t.TempDir(), "trace.dat")
+	args := append([]string{"filter", "-e", "syscalls:sys_enter_getpgid", "-f", fmt.Sprintf("pid == %d", noPID), "-o", file, "-q"},
+		workload(t, fmt.Sprintf("getpgid-cpus %d", n))...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace filter: exit %d, stderr:\n%s", code, errOut)
+	}
+	line := regexp.MustCompile(`(?m)^ *` + regexp.QuoteMeta(commOf(t)) + `-\d+ +\[(\d+)\] +\d+\.\d+: sys_enter_getpgid: +pid: 0x7ffffff0$`)
+	got := line.FindAllStringSubmatch(out, -1)
+	cpus := map[string]int{}
+	for _, m := range got {
+		cpus[m[1]]++
+	}
+	if len(got) != n*runtime.NumCPU() || len(cpus) != runtime.NumCPU() {
+		t.Fatalf("%d lines on CPUs %v, want %d on each of %d CPUs; stderr:\n%s", len(got), cpus, n, runtime.NumCPU(), errOut)
+	}
+	if mine, errOut, code := run(t, "report", "-i", file); code != 0 || cutCPUs(t, mine) != out {
+		t.Errorf("gtrace report -i: exit %d (%s), differs from the stream:\n%s", code, errOut, testutil.FirstDiff(out, cutCPUs(t, mine)))
+	}
+	if theirs := cutCPUs(t, traceCmdReport(t, file)); theirs != out {
+		t.Errorf("trace-cmd report differs from the stream:\n%s", testutil.FirstDiff(out, theirs))
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // workloadEnv makes the test binary, run as a command to trace, do one of
@@ -50,7 +52,8 @@ func TestMain(m *testing.M) {
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
 // (then sleeps MS milliseconds), "getpgid-wait N" (N getpgid calls
-// for noPID, then waits for goOnEnv's file), "write N" (writes of 1..N bytes to fd
+// for noPID, then waits for goOnEnv's file), "getpgid-cpus N" (N getpgid
+// calls for noPID on each CPU), "write N" (writes of 1..N bytes to fd
 // 100), "lines N" (N numbered lines to fd 1 and to fd 2, both
 // /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
 // N", or "main ARGS..." (gtrace itself, as main.go runs it; the
@@ -119,6 +122,27 @@ func runWorkload(w string) int {
 			}
 		}
 		return 93
+	case "getpgid-cpus":
+		// N getpgid calls for noPID on each CPU, from a thread pinned
+		// to it, all threads at once.
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for cpu := range runtime.NumCPU() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				var mask [16]uint64
+				mask[cpu/64] = 1 << (cpu % 64)
+				syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, uintptr(len(mask)*8), uintptr(unsafe.Pointer(&mask[0])))
+				<-start
+				for i := 0; i < n; i++ {
+					syscall.Getpgid(noPID)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
 	case "lines":
 		// lines N: "line I\n" to fd 1 and "errr I\n" to fd 2 for I in
 		// 1..N, both /dev/null: the first nine of each are 7 bytes.
