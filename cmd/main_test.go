@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // workloadEnv makes the test binary, run as a command to trace, do one of
@@ -30,6 +32,14 @@ const readyEnv = "GTRACE_TEST_READY"
 // pidFileEnv names the file where the "nanosleep" workload writes its pid.
 const pidFileEnv = "GTRACE_TEST_PIDFILE"
 
+// goOnEnv names the file that the "getppid-wait" workload waits for
+// before it exits.
+const goOnEnv = "GTRACE_TEST_GO_ON"
+
+// noPID is a pid above any pid_max, which only the tests' getpgid calls
+// ask for.
+const noPID = 0x7ffffff0
+
 // workloadFD is the descriptor the write workload writes to (/dev/null).
 const workloadFD = 100
 
@@ -41,11 +51,15 @@ func TestMain(m *testing.M) {
 }
 
 // runWorkload runs "getppid N" (N getppid calls), "getppid-sleep N MS"
-// (then sleeps MS milliseconds), "write N" (writes of 1..N bytes to fd
-// 100), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit N",
-// the process trees of --follow (follow_live_test.go), "filter-matrix
-// CPU" (filter_matrix_live_test.go) or "main ARGS..." (gtrace itself,
-// as main.go runs it; the arguments are those of argsEnv if it is set).
+// (then sleeps MS milliseconds), "getpgid-wait N" (N getpgid calls
+// for noPID, then waits for goOnEnv's file), "getpgid-cpus N" (N getpgid
+// calls for noPID on each CPU), "write N" (writes of 1..N bytes to fd
+// 100), "lines N" (N numbered lines to fd 1 and to fd 2, both
+// /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
+// N", the process trees of --follow (follow_live_test.go),
+// "filter-matrix CPU" (filter_matrix_live_test.go) or "main ARGS..."
+// (gtrace itself, as main.go runs it; the arguments are those of argsEnv
+// if it is set).
 func runWorkload(w string) int {
 	fields := strings.Fields(w)
 	if fields[0] == "main" {
@@ -101,6 +115,59 @@ func runWorkload(w string) int {
 		buf := make([]byte, n)
 		for i := 1; i <= n; i++ {
 			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
+				return 96
+			}
+		}
+	case "getpgid-wait":
+		// N getpgid calls for the pid noPID, then no more until
+		// goOnEnv's file exists (at most a minute).
+		for i := 0; i < n; i++ {
+			syscall.Getpgid(noPID)
+		}
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(os.Getenv(goOnEnv)); err == nil {
+				return 0
+			}
+		}
+		return 93
+	case "getpgid-cpus":
+		// N getpgid calls for noPID on each CPU, from a thread pinned
+		// to it, all threads at once.
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for cpu := range runtime.NumCPU() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				var mask [16]uint64
+				mask[cpu/64] = 1 << (cpu % 64)
+				syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, uintptr(len(mask)*8), uintptr(unsafe.Pointer(&mask[0])))
+				<-start
+				for i := 0; i < n; i++ {
+					syscall.Getpgid(noPID)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+	case "lines":
+		// lines N: "line I\n" to fd 1 and "errr I\n" to fd 2 for I in
+		// 1..N, both /dev/null: the first nine of each are 7 bytes.
+		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+		if err != nil {
+			return 98
+		}
+		for _, fd := range []int{1, 2} {
+			if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+				return 97
+			}
+		}
+		for i := 1; i <= n; i++ {
+			if _, err := syscall.Write(1, []byte(fmt.Sprintf("line %d\n", i))); err != nil {
+				return 96
+			}
+			if _, err := syscall.Write(2, []byte(fmt.Sprintf("errr %d\n", i))); err != nil {
 				return 96
 			}
 		}

@@ -42,7 +42,9 @@ package bpfgen
 // two tracepoint programs on a CPU at once (bpf_prog_active). What a
 // batch holds when the programs are detached, user space reads from the
 // map. A batch that finds its ring full is lost, and its samples are
-// counted in lost[cpu].
+// counted in lost[cpu]. A streaming recording (RecordSpec.Stream) writes
+// the batch to the ring right after each sample: a batch of one, so that
+// an event on a CPU that then goes idle reaches the reader at once.
 //
 // Batch header (BatchHeader bytes):
 //
@@ -188,6 +190,12 @@ type RecordSpec struct {
 	// tracepoint with the event's ID as the attach cookie (Linux >=
 	// 5.15): one load for many events.
 	Shared bool
+	// Stream hands every sample to the ring as soon as it is written,
+	// instead of when the batch is full or, at the CPU's next event,
+	// older than flushAge: a live stream cannot leave a rare event in
+	// the batch of a CPU that has gone idle. It costs a ring-buffer
+	// write per sample.
+	Stream bool
 }
 
 // gate returns the gate of the spec's programs, without the switch.
@@ -317,7 +325,7 @@ func Record(s *RecordSpec) (*Program, error) {
 			Gate:    gate,
 			Filter:  ev.Filter,
 			ID:      EventID{Const: f.ID},
-			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, shared: shared}},
+			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
 		}
 		if shape != "" {
 			byShape[shape] = p
@@ -407,7 +415,10 @@ type RecordAction struct {
 	Format    *parse.Format // the layout of the records: their fixed part and dynamic fields
 	Clock     Clock
 	MaxRecord int
-	shared    []*ebpf.MapSpec
+	// Stream writes each sample to the ring as soon as it is in the
+	// batch (see RecordSpec.Stream).
+	Stream bool
+	shared []*ebpf.MapSpec
 }
 
 func (a *RecordAction) stack() int            { return 8 }
@@ -431,6 +442,7 @@ func (a *RecordAction) emit(b *Builder, fr *Frame) error {
 	} else {
 		emitDynamic(b, a.MaxRecord, fr.ID, fixed, dynamic)
 	}
+	emitStreamWrite(b, a.Stream, key)
 	b.Mark(done)
 	b.Comment("the batch is free again")
 	b.Emit(storeImm64(asm.R8, busyOff, 0))
@@ -512,30 +524,7 @@ func emitBatch(b *Builder, clock Clock, limit int, key int16, out, done string) 
 		asm.JLE.Imm(asm.R2, flushAge, appendTo),
 	)
 	b.Mark(flush)
-	b.Comment("write the batch to this CPU's ring")
-	emitCPUKey(b, key)
-	emitLookup(b, RingsMapName, key)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, dropped),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.Mov.Reg(asm.R2, asm.R8),
-		asm.Add.Imm(asm.R2, BatchHeader),
-		asm.LoadMem(asm.R3, asm.R8, 0, asm.Word),
-		asm.JGT.Imm(asm.R3, BatchData, reset),
-		asm.Mov.Imm(asm.R4, rbNoWakeup),
-		asm.FnRingbufOutput.Call(),
-		asm.JEq.Imm(asm.R0, 0, reset),
-	)
-	b.Mark(dropped)
-	b.Comment("the ring is full: lost[cpu] += count")
-	emitLookup(b, LostMapName, key)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, reset),
-		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
-		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
-	)
-	b.Mark(reset)
-	b.Emit(storeImm64(asm.R8, 0, 0))
+	emitWrite(b, key, dropped, reset)
 	b.Mark(first)
 	b.Emit(asm.StoreMem(asm.R8, 8, asm.R7, asm.DWord))
 	b.Mark(appendTo)
@@ -562,6 +551,46 @@ func emitBatch(b *Builder, clock Clock, limit int, key int16, out, done string) 
 		asm.Ja.Label(out),
 	)
 	b.Mark(after)
+}
+
+// emitWrite writes the batch at R8 to this CPU's ring, or counts its
+// samples lost when the ring is full, and empties it; dropped and reset
+// are fresh labels it marks. Clobbers R0-R5.
+func emitWrite(b *Builder, key int16, dropped, reset string) {
+	b.Comment("write the batch to this CPU's ring")
+	emitCPUKey(b, key)
+	emitLookup(b, RingsMapName, key)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, dropped),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Add.Imm(asm.R2, BatchHeader),
+		asm.LoadMem(asm.R3, asm.R8, 0, asm.Word),
+		asm.JGT.Imm(asm.R3, BatchData, reset),
+		asm.Mov.Imm(asm.R4, rbNoWakeup),
+		asm.FnRingbufOutput.Call(),
+		asm.JEq.Imm(asm.R0, 0, reset),
+	)
+	b.Mark(dropped)
+	b.Comment("the ring is full: lost[cpu] += count")
+	emitLookup(b, LostMapName, key)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, reset),
+		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
+		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+	)
+	b.Mark(reset)
+	b.Emit(storeImm64(asm.R8, 0, 0))
+}
+
+// emitStreamWrite, in a Stream recording, writes the batch at R8, which
+// holds the sample just added, to the ring at once. Clobbers R0-R5.
+func emitStreamWrite(b *Builder, stream bool, key int16) {
+	if !stream {
+		return
+	}
+	b.Comment("stream: every sample goes to the ring at once")
+	emitWrite(b, key, b.Label("dropped"), b.Label("reset"))
 }
 
 // emitCount adds a sample of size bytes (in R1) to the batch's fill and

@@ -432,3 +432,47 @@ func TestFilterFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordStream checks that a streaming recording's programs write the
+// batch to the ring right after each sample (a second ringbuf_output
+// after the count), in event programs and syscall groups alike, and that
+// a recording that does not stream keeps one write, before the sample.
+func TestRecordStream(t *testing.T) {
+	nr := func(n uint32) *uint32 { return &n }
+	openat := testutil.Format(t, "syscalls:sys_enter_openat")
+	events := []RecordEvent{{Format: testutil.Format(t, "raw_syscalls:sys_enter")}}
+	for n := range uint32(minGroup) {
+		events = append(events, RecordEvent{Format: openat, Syscall: nr(200 + n)})
+	}
+	for _, stream := range []bool{false, true} {
+		s := recordSpec(events...)
+		s.Direct = &DirectOptions{TaskStatusOff: 16}
+		s.Stream = stream
+		p, err := Record(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if stream {
+			want = 2
+		}
+		for _, name := range []string{RecordProgName(0), SysEnterProgName} {
+			ps := p.Collection.Programs[name]
+			if ps == nil {
+				if name == SysEnterProgName && runtime.GOARCH != "amd64" {
+					continue
+				}
+				t.Fatalf("stream %v: no program %s", stream, name)
+			}
+			insns := ps.Instructions
+			if got := strings.Count(helperCalls(insns), "ringbuf_output"); got != want {
+				t.Errorf("stream %v: %s writes to the ring %d times, want %d", stream, name, got, want)
+			}
+			count := "AddReg dst: r3 src: r1\nStXMemDW dst: r8 src: r3 off: 0 imm: 0\nCall FnGetSmpProcessorId"
+			if got := strings.Contains(lines(insns), count); got != stream {
+				t.Errorf("stream %v: %s writes the batch right after the count: %v", stream, name, got)
+			}
+			checkReturnsZero(t, insns)
+		}
+	}
+}

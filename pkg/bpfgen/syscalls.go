@@ -310,6 +310,7 @@ func syscallGroupProgram(s *RecordSpec, g *syscallGroup, maxNr uint32, bf *parse
 		asm.And.Imm(asm.R1, ^7),
 	)
 	emitCount(b)
+	emitStreamWrite(b, s.Stream, keySlot)
 	emitEnd(b, done, out)
 	return b.Instructions(), nil
 }

@@ -48,6 +48,9 @@ type Options struct {
 	Duration, Interval time.Duration // 0: none
 	// Quiet leaves out the attach line and the status line.
 	Quiet bool
+	// NoStatus leaves out the status line: for a job that prints as
+	// events come, whose lines it would cut.
+	NoStatus bool
 	// Follow, when not nil, is given the command's pid once it is
 	// started, before Attach: a job that follows a process tree
 	// (--follow) traces it and every process it forks.
@@ -119,7 +122,7 @@ func Run(ctx context.Context, job Job, o Options) error {
 	var line *status.Line // nil: no status line
 	if !o.Quiet && o.Stderr != nil {
 		fmt.Fprintf(o.Stderr, "gtrace: %s%s\n", describe(job), until(o))
-		if w := status.Terminal(o.Stderr); w != nil {
+		if w := status.Terminal(o.Stderr); w != nil && !o.NoStatus {
 			line = status.NewLine(w)
 		}
 	}

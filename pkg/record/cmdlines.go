@@ -3,9 +3,11 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/probe"
@@ -21,6 +23,47 @@ func comms(o *probe.Objects) map[uint32]string {
 		})
 	}
 	return known
+}
+
+// Comms names the tasks of a running recording, for an output that prints
+// records as they come: from the comm map that the comm program fills at
+// each context switch, which has the tasks that ran since the recording
+// started, else from /proc. Its methods may be called from any goroutine.
+// The zero value is ready; a session given it in StartOptions looks in
+// its map from load to Stop.
+type Comms struct {
+	mu   sync.Mutex
+	objs *probe.Objects
+}
+
+// set makes c look in the comm map of objs, or in none when nil.
+func (c *Comms) set(objs *probe.Objects) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.objs = objs
+	c.mu.Unlock()
+}
+
+// Comm returns the name of task pid, "" if it is not known.
+func (c *Comms) Comm(pid int) string {
+	if pid <= 0 || pid > math.MaxUint32 {
+		return ""
+	}
+	c.mu.Lock()
+	var v [bpfgen.CommLen]byte
+	found := false
+	if c.objs != nil {
+		if m := c.objs.Map(bpfgen.CommsMapName); m != nil {
+			found = m.Lookup(uint32(pid), &v) == nil
+		}
+	}
+	c.mu.Unlock()
+	if found {
+		return commString(v[:])
+	}
+	return procComm(uint32(pid))
 }
 
 // cmdlines names every pid the readers saw: from known, the comm map,

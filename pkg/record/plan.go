@@ -59,6 +59,10 @@ type Options struct {
 	// names (the command), and every process they fork from the start
 	// on, as the follow programs of bpfgen's follow.go track them.
 	Follow bool
+	// Stream has the programs hand every record to the ring at once,
+	// for a live output (see bpfgen.RecordSpec.Stream); by default they
+	// batch them.
+	Stream bool
 }
 
 // Event is one event that a plan records.
@@ -207,6 +211,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		Clock:       clock,
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
+		Stream:      o.Stream,
 	}
 	if !o.Classic {
 		spec.Shared = true

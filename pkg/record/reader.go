@@ -229,9 +229,13 @@ func (r *reader) finish() {
 func (r *reader) write() error {
 	var err error
 	flushed := time.Now()
+	cs, _ := r.sink.(ChunkSink)
 	for c := range r.full {
 		if err == nil {
 			err = r.writeChunk(c)
+		}
+		if err == nil && cs != nil {
+			err = cs.EndChunk()
 		}
 		r.free <- c
 		// Let a reader whose sleep is over have this P: with GOMAXPROCS

@@ -25,6 +25,15 @@ type PageSink interface {
 	Flush() error
 }
 
+// ChunkSink is a PageSink that is told each time the records of one look
+// at the CPU's ring have all been added: a live output hands them on
+// then, rather than waiting for pages to fill.
+type ChunkSink interface {
+	PageSink
+	// EndChunk follows the Add and Lost calls of one look at the ring.
+	EndChunk() error
+}
+
 // Output is where a recording goes, typically a trace.dat file.
 type Output interface {
 	// CPU returns the sink of a CPU's records. It is called once per CPU,
@@ -84,6 +93,9 @@ type StartOptions struct {
 	// Skip, when not nil, is told about each optional event that could
 	// not be attached and is not recorded.
 	Skip func(ev *Event, err error)
+	// Comms, when not nil, names tasks from the session's comm map
+	// while it runs.
+	Comms *Comms
 }
 
 // switchGrace is how long Stop waits, once the programs are switched
@@ -99,6 +111,7 @@ type Session struct {
 	readers []*reader
 	events  int // events attached
 	progs   int // programs loaded
+	comms   *Comms
 
 	stop     chan struct{} // closed by Stop: readers drain and end
 	wg       sync.WaitGroup
@@ -113,7 +126,7 @@ type Session struct {
 // and attaches the programs. The session owns out from then on; on error,
 // Start has aborted it.
 func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
-	s := &Session{out: out, stop: make(chan struct{}), failed: make(chan struct{}), restore: raisePriority(recordNice)}
+	s := &Session{out: out, comms: o.Comms, stop: make(chan struct{}), failed: make(chan struct{}), restore: raisePriority(recordNice)}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -132,6 +145,7 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 			return nil, err
 		}
 	}
+	s.comms.set(s.objs)
 	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {
 		return nil, err
 	}
@@ -215,6 +229,7 @@ func (s *Session) Stop() (*Stats, error) {
 		}
 	}
 	known := comms(s.objs)
+	s.comms.set(nil)
 	// The kernel detaches the programs after gtrace has exited: they
 	// record nothing more.
 	err = errors.Join(err, s.objs.DetachLater(), s.objs.Close())
@@ -253,6 +268,7 @@ func (s *Session) stopReaders() {
 // release closes what Start opened.
 func (s *Session) release() {
 	s.restore()
+	s.comms.set(nil)
 	if s.objs != nil {
 		s.objs.Close()
 	}

@@ -75,6 +75,14 @@ func NewPrinter(o PrinterOptions) *Printer {
 	return &Printer{p: newPrinter(o)}
 }
 
+// SetComm names task pid, as a saved cmdline does: for a live stream,
+// whose task names become known as their pids appear.
+func (pr *Printer) SetComm(pid int, comm string) {
+	if pid != 0 {
+		pr.p.comms.m[int32(pid)] = comm
+	}
+}
+
 // AppendText appends to b the line trace-cmd report prints for r, and its
 // newline, after a "CPU:N [K EVENTS DROPPED]" line when r.Missed says that
 // events were lost (there is no "cpus=N" line and no instance name).
