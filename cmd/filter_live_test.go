@@ -33,7 +33,7 @@ func TestPrivilegedFilterStream(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("gtrace filter --format %s: exit %d, stderr:\n%s", format, code, errOut)
 		}
-		if !strings.Contains(errOut, "gtrace: streaming syscalls:sys_enter_write if fd == 1 && count == 7; Ctrl-C to stop\n") ||
+		if !strings.Contains(errOut, "gtrace: streaming syscalls:sys_enter_write if fd == 1 && count == 7 while "+filepath.Base(os.Args[0])+" runs; Ctrl-C to stop\n") ||
 			!regexp.MustCompile(`(?m)^gtrace: \d+ events, 0 lost; written to `+regexp.QuoteMeta(file)+`$`).MatchString(errOut) {
 			t.Errorf("--format %s: stderr:\n%s", format, errOut)
 		}

@@ -87,12 +87,12 @@ func TestFilterCheck(t *testing.T) {
 		{
 			args: []string{"-e", "sched:*", "-f", "prev_pid == 0 && cpu & CPUS{1,0}"},
 			out:  "sched:sched_process_exec: (no filter)\nsched:sched_switch: prev_pid == 0 && cpu & CPUS{1,0}\nsched:sched_waking: (no filter)\n",
-			err:  "gtrace: warning: -f:1:1: unknown field \"prev_pid\" in sched:sched_process_exec (the filter does not fit 2 of the events of \"sched:*\")",
+			err:  "gtrace: warning: -f:1:1: Field not found: \"prev_pid\" in sched:sched_process_exec (the filter does not fit 2 of the events of \"sched:*\")",
 		},
 		{
 			args: []string{"-e", "syscalls:sys_enter_write", "fd == 1 && cont == 7"},
 			code: exitUsage,
-			err:  "gtrace: -f:1:12: unknown field \"cont\" in syscalls:sys_enter_write\n",
+			err:  "gtrace: -f:1:12: Field not found: \"cont\" in syscalls:sys_enter_write\n",
 			caretLines: "  fd == 1 && cont == 7\n" +
 				"             ^~~~\n" +
 				"  hint: did you mean \"count\"?\n",
@@ -100,25 +100,25 @@ func TestFilterCheck(t *testing.T) {
 		{
 			args:       []string{"-e", "syscalls:sys_enter_write", "comm ~ 'bash"},
 			code:       exitUsage,
-			err:        "gtrace: -f:1:8: missing closing quote\n",
+			err:        "gtrace: -f:1:8: Missing matching quote: this ' is never closed\n",
 			caretLines: "  comm ~ 'bash\n         ^~~~~\n",
 		},
 		{
 			args:       []string{"-e", "syscalls:sys_enter_write", "((fd == 1)"},
 			code:       exitUsage,
-			err:        "gtrace: -f:1:1: missing ')'\n",
-			caretLines: "  ((fd == 1)\n  ^\n  hint: the \"(\" here is never closed\n",
+			err:        "gtrace: -f:1:1: Too many '(': this '(' is never closed\n",
+			caretLines: "  ((fd == 1)\n  ^\n  hint: add a ')' to close it\n",
 		},
 		{
 			args:       []string{"-e", "syscalls:sys_enter_write", "count ~ \"a*\""},
 			code:       exitUsage,
-			err:        "gtrace: -f:1:7: operator \"~\" needs a string field, and field \"count\" (size_t) is numeric\n",
+			err:        "gtrace: -f:1:7: Expecting numeric field: \"~\" needs a string field, and field \"count\" (size_t) is numeric\n",
 			caretLines: "  count ~ \"a*\"\n        ^\n",
 		},
 		{
 			args:       []string{"-e", "syscalls:sys_enter_write", "fd == 0x1ffffffff"},
 			code:       exitUsage,
-			err:        "gtrace: -f:1:7: value 0x1ffffffff out of range for the 4-byte field \"fd\" (unsigned int)\n",
+			err:        "gtrace: -f:1:7: Illegal integer value: 0x1ffffffff out of range for the 4-byte field \"fd\" (unsigned int)\n",
 			caretLines: "  fd == 0x1ffffffff\n        ^~~~~~~~~~~\n",
 		},
 	} {
