@@ -69,7 +69,10 @@ attached, and gtrace exits with CMD's exit status. Stopped by signal N, it
 prints and exits 128+N (CMD gets the signal, then SIGTERM, then SIGKILL).
 Events of all processes count unless -P names some. Over a file (-i), -P
 matches the records' common_pid, a task id: trace.dat keeps no thread group
-ids, so for a process with threads that is its main thread.
+ids, so for a process with threads that is its main thread. While -i reads
+a large file, a progress line on stderr, only when it is a terminal, says
+how far (reading trace.dat: 312 MB of 1.20 GB (26%)); it is erased before
+the hist is printed, and -q leaves it out.
 
 --follow, with -- CMD or -P, counts only CMD or the processes of -P and
 every process they fork from then on, children and grandchildren, from the
@@ -105,6 +108,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
 
   # the system calls of task 1234 in a recording (its records' common_pid)
   gtrace hist -i trace.dat -P 1234 -e raw_syscalls:sys_enter -k id.syscall
+
+  # a large recording with no progress line, the hist as CSV to a file
+  gtrace hist -q -i big.dat -e sched:sched_switch -k next_comm --format csv > switches.csv
 
   # at most 10 seconds of a command (stopped then, as by Ctrl-C), no attach line
   gtrace hist -q -e raw_syscalls:sys_enter -k id.syscall --duration 10s -- make
@@ -170,7 +176,7 @@ free events keep the set in a map of 65536 entries. Without --follow,
 	f.BoolVar(&o.Clear, "clear", false, "with --interval: empty the hist after each print")
 	enumFlag(f, &o.Format, "format", "", "text", histFormats, "format", "", "output format: "+strings.Join(histFormats, ", "))
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF program, load nothing")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings stay)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line; with -i, the progress line (warnings stay)")
 	return c
 }
 
@@ -347,8 +353,14 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	var tables []*hist.Table
 	var infos []string
 	var damage error
-	for _, h := range hists {
+	for i, h := range hists {
+		var what string
+		if len(hists) > 1 {
+			what = fmt.Sprintf("hist %d of %d: ", i+1, len(hists))
+		}
+		stop := showProgress(d, o.Quiet, what, o.Input, f)
 		t, err := hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{PIDs: o.PIDs})
+		stop()
 		if t == nil {
 			return h.Spec.Locate(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/report"
+	"github.com/gtrace/gtrace/pkg/status"
 )
 
 type reportOptions struct {
@@ -21,6 +22,7 @@ type reportOptions struct {
 	Raw     bool
 	Stat    bool
 	Format  string
+	Quiet   bool
 }
 
 var reportFormats = []string{"text", "json", "ndjson"}
@@ -28,7 +30,7 @@ var reportFormats = []string{"text", "json", "ndjson"}
 func newReportCmd(d *Deps, runF func(*reportOptions) error) *cobra.Command {
 	o := &reportOptions{}
 	c := &cobra.Command{
-		Use:   "report [-i FILE | FILE | -] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson]",
+		Use:   "report [-i FILE | FILE | -] [-F 'EVENT: FILTER'] [--cpu LIST] [-t] [-R] [--stat] [--format text|json|ndjson] [-q]",
 		Short: "Print a trace.dat file as trace-cmd report does",
 		Long: `Print the events of a trace.dat file (versions 6 and 7, uncompressed or zstd;
 made by gtrace record or by trace-cmd) byte for byte as trace-cmd report prints
@@ -57,13 +59,20 @@ copied to a temporary file, unlinked at once, since a trace.dat file is
 read at any offset.
 
 A recording that was killed before it finished is reported up to its last
-complete page.`,
+complete page.
+
+While a large file is read, a progress line on stderr says how far
+(reading trace.dat: 312 MB of 1.20 GB (26%)), redrawn in place four times
+a second, and is erased at the end. It is shown only when stderr is a
+terminal and standard output is not (the report goes to a file or a
+pipe), so that it never draws over the report's lines; -q leaves it out.`,
 		Example: `  gtrace report
   gtrace report -i trace.dat --cpu 0,2-3 -t
   gtrace report -F 'sched_switch: prev_pid == 0 || next_pid == 0'
   gtrace report -F 'raw_syscalls:sys_enter: id == 110' --format json
   gtrace report --format ndjson | jq -c 'select(.pid == 42)'
   gtrace report --stat other-box.dat
+  gtrace report -q -i big.dat > big.txt
   ssh box 'trace-cmd record -o - ...' | gtrace report -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -90,6 +99,7 @@ complete page.`,
 	f.BoolVarP(&o.Raw, "raw", "R", false, "print every field as name=value instead of the print format")
 	f.BoolVar(&o.Stat, "stat", false, "print the file's per-CPU statistics, as trace-cmd report --stat")
 	enumFlag(f, &o.Format, "format", "", "text", reportFormats, "format", "", "output format: text, json (one document) or ndjson (one event a line)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the progress line (warnings stay)")
 	return c
 }
 
@@ -112,6 +122,8 @@ func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 	}
 	w := bufio.NewWriterSize(d.Out, 1<<16)
 	ro := report.Options{CPUs: o.CPUs, NsTimestamps: o.Ns, Raw: o.Raw, Events: events}
+	// On a terminal, the progress line would draw over the report's lines.
+	stop := showProgress(d, o.Quiet || status.Terminal(d.Out) != nil, "", o.Input, f)
 	switch {
 	case o.Stat:
 		err = report.Stat(ctx, w, f)
@@ -122,6 +134,7 @@ func runReport(ctx context.Context, d *Deps, o *reportOptions) error {
 	default:
 		err = report.Text(ctx, w, f, ro)
 	}
+	stop()
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/gtrace/gtrace/pkg/catalog"
+	"github.com/gtrace/gtrace/pkg/status"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
@@ -57,4 +59,28 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// progressEvery is how often the progress line is redrawn, and how long
+// reading goes on before it is first shown.
+const progressEvery = 250 * time.Millisecond
+
+// showProgress draws, while f's records are read and d.Err is a
+// terminal, how far the reading has come since the call:
+// "reading FILE: 312 MB of 1.20 GB (26%)", what prefixing it when not
+// empty. The returned stop clears it; call it before the command writes
+// anything else. quiet (-q) shows nothing.
+func showProgress(d *Deps, quiet bool, what, p string, f *tracedat.File) (stop func()) {
+	if quiet {
+		return func() {}
+	}
+	name := shellWord(p)
+	if p == stdinName {
+		name = "standard input"
+	}
+	base := f.Progress()
+	return status.NewLine(status.Terminal(d.Err)).Every(progressEvery, func() string {
+		now := f.Progress()
+		return fmt.Sprintf("%sreading %s: %s", what, name, status.Fraction(now.Done-base.Done, now.Total-base.Total))
+	})
 }

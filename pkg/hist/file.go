@@ -106,6 +106,11 @@ func FileFormat(f *tracedat.File, name string) (*parse.Format, error) {
 // Table.Lost is the number of events, of any event type, that the ring
 // buffer lost while the file was recorded, as far as the file says.
 //
+// f.Progress says how far RunFile has read, for a progress line: the
+// Iterators of all CPUs are made before any is read, so Total grows by
+// the top instance's data at the start, and once more for a pass in the
+// timeline's order.
+//
 // Errors about the spec are *parse.Error on spec.Src. If the records of a
 // CPU are damaged, RunFile returns the table of the records it could read
 // together with an error naming the damage. When ctx is done, it stops
@@ -282,6 +287,12 @@ func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, wo
 		errs   []error
 		losses atomic.Uint64
 	)
+	// Every CPU's Iterator is made before any is read: the File's
+	// Progress then counts all of them from the start.
+	its := make([]*tracedat.Iterator, len(cpus))
+	for i, cpu := range cpus {
+		its[i] = f.Records(cpu)
+	}
 	for range workers {
 		wg.Go(func() {
 			w := r.newWorker(m)
@@ -294,7 +305,8 @@ func (r *fileRun) parallel(ctx context.Context, f *tracedat.File, cpus []int, wo
 				if i >= len(cpus) {
 					return
 				}
-				it := f.Records(cpus[i])
+				it := its[i]
+				its[i] = nil
 				for n := 1; it.Next(); n++ {
 					rec := it.Record()
 					if !w.add(&rec) {

@@ -707,3 +707,42 @@ func TestNewEngineErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFileProgress: RunFile reads the data of every CPU to its end,
+// as the File's Progress counts it, with one worker and with fewer
+// workers than CPUs; a full table stops the parallel pass and has the
+// data read once more, in order, to its end.
+func TestRunFileProgress(t *testing.T) {
+	recs := randomRecs(5, 3000, 4, func(r *rand.Rand, cpu int) []byte {
+		return sysEnter(t, int32(100+cpu), int64(r.IntN(60)))
+	})
+	for _, tc := range []struct {
+		workers int
+		hist    string
+		full    bool
+	}{
+		{1, "keys=common_pid,id", false},
+		{3, "keys=common_pid,id", false},
+		{3, "keys=common_pid,id:size=128", true},
+	} {
+		spec, err := parse.ParseHist("hist", tc.hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := writeFile(t, 5, recs)
+		var want int64
+		for _, cd := range f.CPUs {
+			want += cd.Size
+		}
+		if _, err := RunFile(context.Background(), spec, f, "sys_enter", FileOptions{Workers: tc.workers}); err != nil {
+			t.Fatal(err)
+		}
+		p := f.Progress()
+		switch {
+		case !tc.full && (p.Done != want || p.Total != want):
+			t.Errorf("%d workers, %s: Progress after RunFile = %+v, want Done = Total = %d", tc.workers, tc.hist, p, want)
+		case tc.full && (p.Total != 2*want || p.Done <= want || p.Done >= 2*want):
+			t.Errorf("%d workers, %s: Progress after RunFile = %+v, want Total %d (two passes), Done between %d and it", tc.workers, tc.hist, p, 2*want, want)
+		}
+	}
+}

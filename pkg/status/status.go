@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -52,4 +54,71 @@ func (l *Line) Clear() {
 		fmt.Fprint(l.w, "\r\x1b[K")
 		l.shown = false
 	}
+}
+
+// Every shows text() on l every period, from a goroutine of its own,
+// until stop is called: the first time after one period, so that work
+// shorter than that shows nothing. stop ends the goroutine, clears the
+// line and returns, so that what is written next is not drawn over. On
+// a Line with no writer it starts nothing.
+func (l *Line) Every(period time.Duration, text func() string) (stop func()) {
+	if l == nil || l.w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				l.Show(text())
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-ended
+			l.Clear()
+		})
+	}
+}
+
+// Bytes returns n bytes in decimal units, with three significant digits
+// from kB on: "512 B", "4.10 kB", "312 MB", "1.20 GB".
+func Bytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	unit := 0
+	for v >= 999.5 && unit < len(units)-1 {
+		v /= 1000
+		unit++
+	}
+	prec := 2
+	if v >= 99.95 {
+		prec = 0
+	} else if v >= 9.995 {
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + " " + units[unit]
+}
+
+var units = []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+
+// Fraction returns done of total bytes as a progress line says it:
+// "312 MB of 1.20 GB (26%)".
+func Fraction(done, total int64) string {
+	pct := int64(100)
+	if total > 0 {
+		pct = min(done*100/total, 100)
+	}
+	return fmt.Sprintf("%s of %s (%d%%)", Bytes(done), Bytes(total), pct)
 }

@@ -134,6 +134,7 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 			size:     size,
 			topIndex: -1,
 			damage:   &damageLog{},
+			progress: &progress{},
 		},
 		r:        r,
 		size:     size,

@@ -37,8 +37,9 @@ type Iterator struct {
 	zbuf []byte // compressed chunk, shared by the streams
 	ts   uint64 // File.TSOffset
 
-	damage *damageLog // the File's, told about skipped pages
-	buffer string     // the instance's name, for warnings
+	damage   *damageLog // the File's, told about skipped pages
+	progress *progress  // the File's, told about the bytes read
+	buffer   string     // the instance's name, for warnings
 }
 
 // Records returns an iterator over the records of the top instance. With
@@ -53,9 +54,12 @@ func (f *File) Records(cpus ...int) *Iterator {
 // BufferRecords returns an iterator over the records of one instance of
 // f.Buffers. With cpus, only the records of those CPUs are read.
 func (f *File) BufferRecords(b *Buffer, cpus ...int) *Iterator {
-	it := &Iterator{ts: uint64(f.TSOffset), damage: f.damage, buffer: b.Name}
+	it := &Iterator{ts: uint64(f.TSOffset), damage: f.damage, progress: f.progress, buffer: b.Name}
 	if it.damage == nil {
 		it.damage = &damageLog{}
+	}
+	if it.progress == nil {
+		it.progress = &progress{}
 	}
 	if f.r == nil {
 		it.errs = append(it.errs, errors.New("read records: the File was not made by Open or Read"))
@@ -86,13 +90,18 @@ func (f *File) BufferRecords(b *Buffer, cpus ...int) *Iterator {
 			order:      order,
 			off:        cd.Offset,
 			end:        cd.Offset + min(cd.Size, math.MaxInt64-cd.Offset),
+			seen:       cd.Offset,
 			pr:         pr,
 		}
 		s.rec.CPU = cd.CPU
+		it.progress.total.Add(s.end - s.seen)
 		if s.start() && s.advance() {
 			it.heap = append(it.heap, s)
-		} else if s.err != nil {
-			it.errs = append(it.errs, s.err)
+		} else {
+			s.counted(s.end)
+			if s.err != nil {
+				it.errs = append(it.errs, s.err)
+			}
 		}
 	}
 	for i := len(it.heap)/2 - 1; i >= 0; i-- {
@@ -106,6 +115,7 @@ func (it *Iterator) Next() bool {
 	if s := it.last; s != nil {
 		it.last = nil
 		if !s.advance() {
+			s.counted(s.end)
 			if s.err != nil {
 				it.errs = append(it.errs, s.err)
 			}
@@ -171,7 +181,8 @@ type cpuStream struct {
 	order      binary.ByteOrder
 
 	off    int64  // file offset of the next pages (uncompressed) or chunk header (compressed)
-	end    int64  // uncompressed: end of the CPU's data
+	end    int64  // end of the CPU's data
+	seen   int64  // offset up to which the File's progress counts the data
 	chunks uint32 // compressed: chunks left
 
 	buf     []byte // loaded pages
@@ -238,6 +249,7 @@ func (s *cpuStream) start() bool {
 	}
 	s.chunks = s.order.Uint32(s.hdr[:])
 	s.off += 4
+	s.counted(s.off)
 	return true
 }
 
@@ -296,6 +308,7 @@ func (s *cpuStream) loadPages() bool {
 	s.bufOff = s.off
 	s.off += int64(n)
 	s.next = 0
+	s.counted(s.off)
 	return true
 }
 
@@ -316,6 +329,7 @@ func (s *cpuStream) loadChunk() bool {
 		}
 		off := s.off
 		s.off += 8 + int64(csize)
+		s.counted(s.off)
 		if usize == 0 || usize%uint32(s.pageSize) != 0 {
 			where := fmt.Sprintf("cpu %d: chunk at offset %#x", s.cpu, off)
 			s.warn(where, fmt.Sprintf("%s: uncompressed size %d is not a whole number of %d-byte pages (skipped the chunk)", where, usize, s.pageSize), int((usize+uint32(s.pageSize)-1)/uint32(s.pageSize)))

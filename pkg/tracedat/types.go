@@ -211,6 +211,7 @@ type File struct {
 	size     int64
 	closer   io.Closer
 	damage   *damageLog // what the reader skipped
+	progress *progress  // how far Iterators have read
 	dataOff  int        // offset of the first record in a page (from header_page)
 	metaEnd  int64      // end of the last metadata byte read
 	topIndex int        // index of the top instance in Buffers, -1 if none
