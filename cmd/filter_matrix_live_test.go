@@ -219,8 +219,8 @@ func matrixCPUs(t *testing.T) (cpu, other int) {
 }
 
 // TestPrivilegedFilterMatrix runs every row of the filter matrix through
-// record (counted in gtrace report's text) and hist (the hitcount of the
-// helper's common_pid).
+// record (counted in gtrace report's text), filter (counted in its
+// stream) and hist (the hitcount of the helper's common_pid).
 func TestPrivilegedFilterMatrix(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	cpu, other := matrixCPUs(t)
@@ -249,6 +249,16 @@ func TestPrivilegedFilterMatrix(t *testing.T) {
 			out, errOut, code := run(t, "report", "-i", file)
 			if code != 0 {
 				t.Fatalf("gtrace report: exit %d: %s", code, errOut)
+			}
+			_, name, _ := strings.Cut(r.event, ":")
+			re := regexp.MustCompile(`(?m)^ *\S+-` + helperPID(t) + ` +\[\d+\] +\d+\.\d+: ` + name + `: `)
+			return len(re.FindAllString(out, -1))
+		}},
+		{"filter", func(t *testing.T, r matrixRow) int {
+			args := append([]string{"filter", "-q", "-e", r.event, "-f", r.filter}, helper(t)...)
+			out, errOut, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("gtrace %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 			}
 			_, name, _ := strings.Cut(r.event, ":")
 			re := regexp.MustCompile(`(?m)^ *\S+-` + helperPID(t) + ` +\[\d+\] +\d+\.\d+: ` + name + `: `)

@@ -222,6 +222,27 @@ func TestPrivilegedRecordFollow(t *testing.T) {
 	}
 }
 
+// TestPrivilegedFilterFollow streams the getppid calls of the same tree
+// with gtrace filter --follow: exactly the tree's, per process.
+func TestPrivilegedFilterFollow(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	startOutsider(t)
+	const n = 250
+	args := append([]string{"filter", "-e", "syscalls:sys_enter_getppid", "--follow"}, workload(t, fmt.Sprintf("follow %d", n))...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace filter --follow exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := regexp.MustCompile(`(?m)^ *\S+-(\d+) +\[\d+\] +\d+\.\d+: sys_enter_getppid:.*$`).FindAllStringSubmatch(out, -1)
+	perPID := map[string]int{}
+	for _, l := range lines {
+		perPID[l[1]]++
+	}
+	if got := sortedCounts(perPID); fmt.Sprint(got) != fmt.Sprint(followCounts(n)) {
+		t.Errorf("getppid calls per process %v (%v), want %v; stream starts:\n%s", got, perPID, followCounts(n), out[:min(len(out), 2000)])
+	}
+}
+
 // TestPrivilegedHistFollow counts the getppid calls of the same tree by
 // common_pid: each process of the tree with its own count, and nothing
 // of the outsider's. raw_syscalls:sys_enter puts the gate in a program on
