@@ -1,11 +1,8 @@
 package cmd
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,27 +16,9 @@ import (
 // stderr pipes, and returns them, its exit status and how long it ran.
 func gtraceBinary(t *testing.T, args ...string) (stdout, stderr string, code int, took time.Duration) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(self)
-	c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a))
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
 	start := time.Now()
-	err = c.Run()
-	took = time.Since(start)
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code, took
+	stdout, stderr, code = runGtraceCmd(t, gtraceCommand(t, args...))
+	return stdout, stderr, code, time.Since(start)
 }
 
 // TestPrivilegedAttachLine: record and hist print one line on stderr

@@ -89,11 +89,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 				o.Command = args[at:]
 				args = args[:at]
 			}
-			o.Events = nil
-			for _, e := range ev.Events {
-				filter, _ := e.Opts.get("filter")
-				o.Events = append(o.Events, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, "")})
-			}
+			o.Events = eventSpecs(ev)
 			if len(o.Events) == 0 {
 				return usagef("filter needs an event: -e SYS:EVENT (gtrace list shows them)")
 			}
@@ -119,9 +115,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 		},
 	}
 	f := c.Flags()
-	ev.event(f, "event to print: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
-	ev.option(f, eventOption{name: "filter", short: "f", typ: "FILTER", once: "a filter", onceHint: "join the two with && in one -f",
-		needsEvent: "a filter must follow the -e EVENT it filters"}, "filter for the events of the -e just before")
+	eventFilterFlags(f, ev, "print")
 	f.StringVarP(&o.Output, "output", "o", "", "also write the events into this trace.dat file")
 	enumFlag(f, &o.Format, "format", "", "text", filterFormats, "format", "",
 		"output format: text (trace-cmd report's lines) or ndjson (one JSON object a line)")

@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -14,25 +12,10 @@ import (
 // and stdin, and returns its output and exit status.
 func runWithStdin(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(self)
-	c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a), "TMPDIR="+t.TempDir())
-	var out, errb bytes.Buffer
-	c.Stdin, c.Stdout, c.Stderr = stdin, &out, &errb
-	err = c.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	c := gtraceCommand(t, args...)
+	c.Env = append(c.Env, "TMPDIR="+t.TempDir())
+	c.Stdin = stdin
+	return runGtraceCmd(t, c)
 }
 
 // TestReportPipe: report - and report /dev/stdin read a trace.dat file

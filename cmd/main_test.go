@@ -233,3 +233,35 @@ func workload(t *testing.T, w string) []string {
 	}
 	return []string{"--", self}
 }
+
+// gtraceCommand returns the command that runs gtrace with args, as
+// main.go runs it.
+func gtraceCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(self)
+	c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a))
+	return c
+}
+
+// runGtraceCmd runs c (from gtraceCommand) with its stdout and stderr
+// collected, and returns them and its exit status.
+func runGtraceCmd(t *testing.T, c *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}

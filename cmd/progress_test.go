@@ -26,23 +26,6 @@ func bigFile(t *testing.T, dir string, n int) string {
 	return p
 }
 
-// gtraceCommand returns the command that runs gtrace with args, as
-// main.go runs it.
-func gtraceCommand(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(self)
-	c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a))
-	return c
-}
-
 // TestProgressNotOnPipe: report and hist -i of a file that takes them
 // several progress periods to read (the test logs how long) write no
 // progress line, no carriage return nor escape, to a stderr that is a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/record"
@@ -121,11 +122,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 			if len(args) > 0 {
 				return usagef("record takes no arguments, got %q (give events with -e, and put the command to trace after --)", args[0])
 			}
-			o.Events = nil
-			for _, e := range ev.Events {
-				filter, _ := e.Opts.get("filter")
-				o.Events = append(o.Events, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, "")})
-			}
+			o.Events = eventSpecs(ev)
 			if len(o.Events) == 0 {
 				return usagef("record needs an event: -e SYS:EVENT (gtrace list shows them)")
 			}
@@ -146,9 +143,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 		},
 	}
 	f := c.Flags()
-	ev.event(f, "event to record: SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
-	ev.option(f, eventOption{name: "filter", short: "f", typ: "FILTER", once: "a filter", onceHint: "join the two with && in one -f",
-		needsEvent: "a filter must follow the -e EVENT it filters"}, "filter for the events of the -e just before")
+	eventFilterFlags(f, ev, "record")
 	f.StringVarP(&o.Output, "output", "o", "trace.dat", "file to write")
 	intFlag(f, &o.BufferKB, "buffer-size", "b", record.DefaultBufferKB, 1, record.MaxBufferKB, "buffer size",
 		fmt.Sprintf("the ring buffer per CPU is 1 to %d KiB", record.MaxBufferKB),
@@ -192,4 +187,22 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 		lo.Follow = job.Follow
 	}
 	return live.Run(ctx, job, lo)
+}
+
+// eventFilterFlags defines -e and the -f that binds to it, as record and
+// filter take them; what is what the command does with the events.
+func eventFilterFlags(f *pflag.FlagSet, ev *eventFlags, what string) {
+	ev.event(f, "event to "+what+": SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
+	ev.option(f, eventOption{name: "filter", short: "f", typ: "FILTER", once: "a filter", onceHint: "join the two with && in one -f",
+		needsEvent: "a filter must follow the -e EVENT it filters"}, "filter for the events of the -e just before")
+}
+
+// eventSpecs returns each -e with the -f that followed it.
+func eventSpecs(ev *eventFlags) []record.EventSpec {
+	var specs []record.EventSpec
+	for _, e := range ev.Events {
+		filter, _ := e.Opts.get("filter")
+		specs = append(specs, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, "")})
+	}
+	return specs
 }

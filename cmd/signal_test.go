@@ -58,14 +58,6 @@ type gtraceProc struct {
 // and returns once it handles signals.
 func startGtrace(t *testing.T, dir string, args ...string) *gtraceProc {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := os.CreateTemp(dir, "stdout-")
 	if err != nil {
 		t.Fatal(err)
@@ -77,9 +69,9 @@ func startGtrace(t *testing.T, dir string, args ...string) *gtraceProc {
 	}
 	defer errf.Close()
 	p := &gtraceProc{args: args, done: make(chan struct{}), stdout: out.Name(), stderr: errf.Name()}
-	p.c = exec.Command(self)
+	p.c = gtraceCommand(t, args...)
 	ready := out.Name() + ".ready"
-	p.c.Env = append(os.Environ(), workloadEnv+"=main", argsEnv+"="+string(a), readyEnv+"="+ready)
+	p.c.Env = append(p.c.Env, readyEnv+"="+ready)
 	p.c.Stdout, p.c.Stderr = out, errf
 	if err := p.c.Start(); err != nil {
 		t.Fatal(err)
