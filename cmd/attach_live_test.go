@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,26 +92,8 @@ func TestPrivilegedDurationStopsCommand(t *testing.T) {
 		if err != nil || pid <= 0 {
 			t.Fatalf("gtrace %s: no pid of the sleep: %q, %v", tc.args[0], b, err)
 		}
-		if alive(pid, 5*time.Second) {
+		if testutil.Running(pid, 5*time.Second) {
 			t.Errorf("gtrace %s: the sleep, process %d, still runs after gtrace exited", tc.args[0], pid)
-		}
-	}
-}
-
-// alive reports whether process pid still runs (exists and is no
-// zombie) after up to wait for it to end.
-func alive(pid int, wait time.Duration) bool {
-	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -65,13 +64,6 @@ func TestProgressNotOnPipe(t *testing.T) {
 // and erased at the end; with stdout the terminal too, or with -q, not
 // a byte of it.
 func TestTerminalProgress(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("GTRACE_REQUIRE_BPF") == "1" {
-			t.Fatal("tmux is not installed (apt-get install tmux); GTRACE_REQUIRE_BPF=1 forbids skipping")
-		}
-		t.Skip("tmux is not installed (apt-get install tmux)")
-	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -96,16 +88,7 @@ func TestTerminalProgress(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "tmux")
-	tm := func(a ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, a...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v: %s", strings.Join(a, " "), err, out)
-		}
-		return string(out)
-	}
-	tm("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", script)
-	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	tm := tmuxPane(t, dir, script)
 	logFile := filepath.Join(dir, "pane.log")
 	tm("pipe-pane", "-o", "cat >> "+quote(logFile))
 	if err := os.WriteFile(start, nil, 0o644); err != nil {

@@ -19,13 +19,6 @@ import (
 // reads.
 func TestPrivilegedTerminal(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("GTRACE_REQUIRE_BPF") == "1" {
-			t.Fatal("tmux is not installed (apt-get install tmux); GTRACE_REQUIRE_BPF=1 forbids skipping")
-		}
-		t.Skip("tmux is not installed (apt-get install tmux)")
-	}
 	requireTraceCmd(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -47,16 +40,7 @@ func TestPrivilegedTerminal(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "tmux")
-	tm := func(a ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, a...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v: %s", strings.Join(a, " "), err, out)
-		}
-		return string(out)
-	}
-	tm("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", script)
-	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	tm := tmuxPane(t, dir, script)
 	// waitFor polls the pane until re matches; attaching can take
 	// seconds on a loaded machine.
 	waitFor := func(what string, re *regexp.Regexp) string {
@@ -88,4 +72,31 @@ func TestPrivilegedTerminal(t *testing.T) {
 	if !strings.Contains(traceCmdReport(t, file), "sched_switch:") {
 		t.Error("no sched_switch records in the file")
 	}
+}
+
+// tmuxPane starts script in a detached tmux session of its own (200x50)
+// that the test's cleanup kills, and returns a function that runs tmux
+// commands on that session's server. It skips the test when tmux is not
+// installed, or fails it under GTRACE_REQUIRE_BPF=1 (.ci/run installs
+// tmux).
+func tmuxPane(t *testing.T, dir, script string) func(a ...string) string {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("GTRACE_REQUIRE_BPF") == "1" {
+			t.Fatal("tmux is not installed (apt-get install tmux); GTRACE_REQUIRE_BPF=1 forbids skipping")
+		}
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	sock := filepath.Join(dir, "tmux")
+	tm := func(a ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, a...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v: %s", strings.Join(a, " "), err, out)
+		}
+		return string(out)
+	}
+	tm("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", script)
+	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	return tm
 }

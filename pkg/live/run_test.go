@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/launch"
 )
 
@@ -169,29 +170,11 @@ func TestRunDurationStopsCommand(t *testing.T) {
 		if pid <= 0 {
 			t.Fatalf("%s: no pid in %q", tc.script, out.String())
 		}
-		if running(pid, 5*time.Second) {
+		if testutil.Running(pid, 5*time.Second) {
 			t.Errorf("%s: process %d still running 5s after the run", tc.script, pid)
 		}
 		if got := strings.Join(j.calls, " "); got != "attach stop" {
 			t.Errorf("%s: calls %q, want attach stop", tc.script, got)
-		}
-	}
-}
-
-// running reports whether process pid still runs (exists and is no
-// zombie) after waiting up to wait for it to end.
-func running(pid int, wait time.Duration) bool {
-	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
 		}
 	}
 }
