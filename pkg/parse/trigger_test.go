@@ -262,6 +262,34 @@ hist:keys=call_site.sym:vals=hitcount,bytes_req:sort=bytes_req.descending:size=2
 	}
 }
 
+// TestTriggerSetKernel618 is what a 6.18 kernel's trigger file of
+// sched:sched_process_exec (in a tracefs instance) read after these
+// writes, newest first, the filters as typed.
+func TestTriggerSetKernel618(t *testing.T) {
+	s, err := applyTriggers(t,
+		"enable_event:sched:sched_switch:1 if common_pid < 0",
+		"stacktrace:2 if common_pid < 0",
+		"traceon:3 if common_pid < 0",
+		"disable_event:sched:sched_waking if common_pid < 0",
+	)
+	if err != nil {
+		t.Fatalf("Apply = %+v", err)
+	}
+	want := `disable_event:sched:sched_waking:unlimited if common_pid < 0
+traceon:count=3 if common_pid < 0
+stacktrace:count=2 if common_pid < 0
+enable_event:sched:sched_switch:count=1 if common_pid < 0
+`
+	if got := s.Listing(); got != want {
+		t.Errorf("Listing() =\n%s\nwant\n%s", got, want)
+	}
+	// The same kernel read "traceon:0x10" as traceon:count=16.
+	s, err = applyTriggers(t, "traceon:0x10")
+	if err != nil || s.Listing() != "traceon:count=16\n" {
+		t.Errorf("traceon:0x10: Listing() = %q, %v", s.Listing(), err)
+	}
+}
+
 func TestTriggerSetApply(t *testing.T) {
 	tests := []struct {
 		writes   []string // the last one is checked
