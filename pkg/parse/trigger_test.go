@@ -290,6 +290,48 @@ enable_event:sched:sched_switch:count=1 if common_pid < 0
 	}
 }
 
+// TestTriggerSetKernel61 is what a 6.1 kernel's trigger file of
+// sched:sched_process_exec read after these writes (the counts before
+// any firing): the hists after the others, oldest first; a hist that
+// differs from one there only in size refused.
+func TestTriggerSetKernel61(t *testing.T) {
+	var s TriggerSet
+	for _, w := range []string{
+		"hist:keys=common_pid if common_pid < 0",
+		"stacktrace:2 if common_pid < 0",
+		"hist:keys=common_pid.execname",
+		"traceon:3 if common_pid < 0",
+		"hist:keys=common_pid:size=4096 if common_pid < 0",
+		"enable_hist:sched:sched_switch:2",
+		"!hist:keys=common_pid.execname",
+		"enable_event:sched:sched_switch:5",
+	} {
+		tr, err := ParseTrigger("-R", w)
+		if err != nil {
+			t.Fatalf("ParseTrigger(%q) = %+v", w, err)
+		}
+		err = s.Apply(tr)
+		if strings.Contains(w, "size=4096") {
+			if err == nil || !strings.HasPrefix(err.(*Error).Msg, "Hist trigger already exists: ") {
+				t.Errorf("Apply(%q) = %v, want Hist trigger already exists", w, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Apply(%q) = %+v", w, err)
+		}
+	}
+	want := `enable_event:sched:sched_switch:count=5
+enable_hist:sched:sched_switch:count=2
+traceon:count=3 if common_pid < 0
+stacktrace:count=2 if common_pid < 0
+hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 if common_pid < 0 [active]
+`
+	if got := s.Listing(); got != want {
+		t.Errorf("Listing() =\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestTriggerSetApply(t *testing.T) {
 	tests := []struct {
 		writes   []string // the last one is checked
