@@ -312,7 +312,8 @@ func TestTriggerSetKernel61(t *testing.T) {
 		}
 		err = s.Apply(tr)
 		if strings.Contains(w, "size=4096") {
-			if err == nil || !strings.HasPrefix(err.(*Error).Msg, "Hist trigger already exists: ") {
+			var e *Error
+			if !errors.As(err, &e) || !strings.HasPrefix(e.Msg, "Hist trigger already exists: ") {
 				t.Errorf("Apply(%q) = %v, want Hist trigger already exists", w, err)
 			}
 			continue
