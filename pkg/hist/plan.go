@@ -106,6 +106,9 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 	bad := func(format string, args ...any) (Key, error) {
 		return Key{}, spec.Errorf(k.Off, k.End, format, args...)
 	}
+	if k.Mod == parse.ModStacktrace {
+		return Key{}, notStack(spec, f, k)
+	}
 	if fld := f.Field(k.Name); fld != nil {
 		switch {
 		case fld.Class.IsString():
@@ -136,6 +139,22 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 		return bad("invalid field modifier .execname: it applies only to common_pid")
 	}
 	return Key{Spec: k, Kind: kind}, nil
+}
+
+// notStack refuses .stacktrace on key k: the kernel takes it only on a
+// field that holds a stack (an unsigned long[] of a synthetic event),
+// which no event's format has; the caret is on the modifier.
+func notStack(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
+	name := spec.WrittenName(k)
+	what := fmt.Sprintf("field %q of %s", name, f.FullName())
+	if f.Field(k.Name) == nil {
+		if _, ok := pseudoKeys[k.Name]; !ok {
+			return unknownField(spec, f, k)
+		}
+		what = fmt.Sprintf("%q", name)
+	}
+	return spec.Errorf(k.Off+len(name)+1, k.End, "invalid field modifier .stacktrace: %s is not a stack", what).
+		WithHint("the kernel stack of the event is the key common_stacktrace")
 }
 
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
