@@ -57,6 +57,9 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 			slot.Src = bpfgen.SrcPID
 		case "common_cpu":
 			slot.Src = bpfgen.SrcCPU
+		case "common_stacktrace":
+			slot.Src = bpfgen.SrcStack
+			slot.Skip = bpfgen.StackSkip(f.System)
 		default:
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
@@ -128,6 +131,9 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 			return bad("field %q (%s) cannot be a hist key", k.Name, fld.Class)
 		}
 	}
+	if k.Name == "common_stacktrace" {
+		return Key{Spec: k, Kind: KeyStack}, nil
+	}
 	kind, ok := pseudoKeys[k.Name]
 	if !ok {
 		return Key{}, unknownField(spec, f, k)
@@ -160,7 +166,7 @@ func notStack(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 	name := spec.WrittenName(k)
 	e := spec.Errorf(k.Off, k.Off+len(name), "unknown field %q in %s", name, f.FullName())
-	names := []string{"common_cpu", "comm"}
+	names := []string{"common_cpu", "comm", "common_stacktrace"}
 	for _, fld := range f.Fields {
 		names = append(names, fld.Name)
 	}
@@ -178,8 +184,11 @@ func (p *Plan) String() string {
 	s := fmt.Sprintf("event %s, size %d\n", p.Event, p.Size)
 	for _, k := range p.Keys {
 		kind := "number"
-		if k.Kind == KeyString {
+		switch k.Kind {
+		case KeyString:
 			kind = "string"
+		case KeyStack:
+			kind = "kernel stack"
 		}
 		s += fmt.Sprintf("  key   %s%s (%s)\n", k.Spec.Name, modSuffix(k.Spec), kind)
 	}
