@@ -1,6 +1,8 @@
 package bpfgen
 
 import (
+	"strings"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
@@ -19,15 +21,15 @@ const StacksMapName = "stacks"
 const StackDepth = 16
 
 // StackSkip returns how many innermost frames bpf_get_stackid leaves out
-// of the stacks of an event of system sys, so that the first frame kept
-// is the first the kernel's own hist prints (checked against the kernel's
-// hist in test/vm): on a classic tracepoint the stack starts in the
+// of the stacks of event sys:name, so that the first frame kept is the
+// first the kernel's own hist prints (checked against the kernel's hist,
+// 6.12, in test/vm): on a classic tracepoint the stack starts in the
 // event's perf glue (perf_trace_CLASS, where the helper's regs were
-// taken), and the syscalls:* events also have syscall_trace_enter (or
-// _exit) before it, which the kernel's fixed skip of its own frames
-// drops.
-func StackSkip(sys string) int {
-	if sys == "syscalls" {
+// taken), and a syscalls:sys_enter_* event also has syscall_trace_enter
+// before it, which the kernel's fixed skip of its own frames drops (its
+// exit path keeps syscall_exit_to_user_mode, as the kernel does).
+func StackSkip(sys, name string) int {
+	if sys == "syscalls" && strings.HasPrefix(name, "sys_enter_") {
 		return 2
 	}
 	return 1

@@ -59,7 +59,7 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 			slot.Src = bpfgen.SrcCPU
 		case "common_stacktrace":
 			slot.Src = bpfgen.SrcStack
-			slot.Skip = bpfgen.StackSkip(f.System)
+			slot.Skip = bpfgen.StackSkip(f.System, f.Name)
 		default:
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
