@@ -60,8 +60,9 @@ there is the hist of every event that gives no flags.
 
 Key modifiers: .execname (common_pid only) .syscall .hex .sym .sym-offset
 .log2 .buckets=N. Value modifiers: .hex .percent .graph. Keys may be event
-fields, common_pid, common_cpu, comm and common_stacktrace (stacktrace), the
-event's kernel stack, printed as the kernel prints it. The filter supports == != < <= > >= &
+fields, common_pid, common_cpu, comm, common_stacktrace (stacktrace), the
+event's kernel stack, printed as the kernel prints it, and ustacktrace, the
+user stack of the process (gtrace's own). The filter supports == != < <= > >= &
 on numbers, == != on strings, && || ! and parentheses.
 
 It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given

@@ -163,6 +163,7 @@ func TestHistUsageErrors(t *testing.T) {
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "--clear"}, "--clear needs --interval"},
 		{[]string{"hist", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"nosuchcommand"}, "unknown command"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "ustacktrace.hex"}, "--keys:1:1: invalid field modifier .hex: ustacktrace takes no modifier\n  ustacktrace.hex\n  ^~~~~~~~~~~~~~~\n"},
 		{[]string{"hist", "-e", "raw_syscalls:sys_entr", "-k", "id"}, `unknown event "raw_syscalls:sys_entr" (did you mean "raw_syscalls:sys_enter", "raw_syscalls:sys_exit"?)`},
 	}
 	for _, tc := range tests {

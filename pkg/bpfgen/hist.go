@@ -14,11 +14,12 @@ type KeySrc int
 
 // Sources of hist keys and values.
 const (
-	SrcField KeySrc = iota // a field of the record
-	SrcPID                 // the current task's pid (the kernel's common_pid)
-	SrcCPU                 // the CPU the event ran on (common_cpu)
-	SrcComm                // the current task's name (comm), 16 bytes
-	SrcStack               // the kernel stack's id in the stack map (hist_stack.go)
+	SrcField  KeySrc = iota // a field of the record
+	SrcPID                  // the current task's pid (the kernel's common_pid)
+	SrcCPU                  // the CPU the event ran on (common_cpu)
+	SrcComm                 // the current task's name (comm), 16 bytes
+	SrcStack                // the kernel stack's id in the stack map (hist_stack.go)
+	SrcUStack               // the user stack's id in the stack map, the tgid in the high half
 )
 
 // KeyOp transforms a numeric key before it is stored.
@@ -207,7 +208,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
 	dropped := b.Label("dropped")
 	for i := range s.Keys {
-		if s.Keys[i].Src == SrcStack {
+		if src := s.Keys[i].Src; src == SrcStack || src == SrcUStack {
 			emitStackKey(b, &s.Keys[i], dropped)
 			continue
 		}

@@ -38,7 +38,7 @@ func StackSkip(sys, name string) int {
 // HasStack reports whether a key of l is a stack.
 func (l *HistLayout) HasStack() bool {
 	for _, k := range l.Keys {
-		if k.Src == SrcStack {
+		if k.Src == SrcStack || k.Src == SrcUStack {
 			return true
 		}
 	}
@@ -60,18 +60,38 @@ func stackMap(l *HistLayout) *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: StacksMapName, Type: ebpf.StackTrace, KeySize: 4, ValueSize: 8 * StackDepth, MaxEntries: uint32(stackMapScale * l.MaxEntries)}
 }
 
-// emitStackKey stores the id of the event's kernel stack at R7+slot.Off;
-// when the helper finds no room for it (-ENOMEM, or -EEXIST when another
-// stack holds its bucket) the event goes to dropped, as an entry that
-// finds the table full. R6 must be the tracepoint's ctx. Clobbers R0-R5.
+// userStackFlag is BPF_F_USER_STACK: bpf_get_stackid takes the user stack.
+const userStackFlag = 1 << 8
+
+// emitStackKey stores the id of the event's kernel stack (SrcStack), or of
+// its user stack with the process's tgid in the high half (SrcUStack), at
+// R7+slot.Off; when the helper finds no room for the stack (-ENOMEM, or
+// -EEXIST when another stack holds its bucket), or no user stack (a kernel
+// thread: -EFAULT), the event goes to dropped, as an entry that finds the
+// table full. R6 must be the tracepoint's ctx, R9 pid_tgid. Clobbers
+// R0-R5.
 func emitStackKey(b *Builder, k *KeySlot, dropped string) {
-	b.Comment("key common_stacktrace")
+	flags := int32(k.Skip)
+	if k.Src == SrcUStack {
+		b.Comment("key ustacktrace")
+		flags = userStackFlag
+	} else {
+		b.Comment("key common_stacktrace")
+	}
 	b.Emit(
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.LoadMapPtr(asm.R2, 0).WithReference(StacksMapName),
-		asm.Mov.Imm(asm.R3, int32(k.Skip)),
+		asm.Mov.Imm(asm.R3, flags),
 		asm.FnGetStackid.Call(),
 		asm.JSLT.Imm(asm.R0, 0, dropped),
-		asm.StoreMem(asm.R7, int16(k.Off), asm.R0, asm.DWord),
 	)
+	if k.Src == SrcUStack {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R9),
+			asm.RSh.Imm(asm.R1, 32),
+			asm.LSh.Imm(asm.R1, 32),
+			asm.Or.Reg(asm.R0, asm.R1),
+		)
+	}
+	b.Emit(asm.StoreMem(asm.R7, int16(k.Off), asm.R0, asm.DWord))
 }

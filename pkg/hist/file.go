@@ -239,7 +239,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	}
 	for _, k := range p.Keys {
 		if k.Kind == KeyStack {
-			return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no kernel stacks")
+			return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no stacks")
 		}
 	}
 	r := &fileRun{plan: p, id: uint16(fm.ID), cmdlines: cmdlines}

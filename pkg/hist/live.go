@@ -172,13 +172,37 @@ func (l *Live) readStacks(t *Table) error {
 			}
 			pcs := make([]uint64, bpfgen.StackDepth)
 			if err := m.Lookup(uint32(v.Num), pcs); err != nil {
-				return fmt.Errorf("read stack %d: %w", v.Num, err)
+				return fmt.Errorf("read stack %d: %w", uint32(v.Num), err)
 			}
 			v.Stack = NewStack(pcs)
+			if k.User {
+				v.Stack.User, v.Stack.PID = true, uint32(v.Num>>32)
+			}
 			stacks[v.Num] = v.Stack
 		}
 	}
 	return nil
+}
+
+// hasUserStack reports whether a key of the hist is a user stack.
+func (c *Compiled) hasUserStack() bool {
+	for _, k := range c.Plan.Keys {
+		if k.User {
+			return true
+		}
+	}
+	return false
+}
+
+// userPIDs calls fn with the process of each user stack key in the table.
+func (l *Live) userPIDs(fn func(pid uint32)) error {
+	return probe.ForEach(l.objs.Map(bpfgen.HistMapName), func(k, _ []byte) {
+		for i, s := range l.c.Layout.Keys {
+			if l.c.Plan.Keys[i].User {
+				fn(uint32(binary.LittleEndian.Uint64(k[s.Off:]) >> 32))
+			}
+		}
+	})
 }
 
 // Close detaches and unloads the program.

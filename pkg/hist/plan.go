@@ -60,6 +60,8 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 		case "common_stacktrace":
 			slot.Src = bpfgen.SrcStack
 			slot.Skip = bpfgen.StackSkip(f.System, f.Name)
+		case "ustacktrace":
+			slot.Src = bpfgen.SrcUStack
 		default:
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
@@ -131,8 +133,11 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 			return bad("field %q (%s) cannot be a hist key", k.Name, fld.Class)
 		}
 	}
-	if k.Name == "common_stacktrace" {
-		return Key{Spec: k, Kind: KeyStack}, nil
+	if k.Name == "common_stacktrace" || k.Name == "ustacktrace" {
+		if k.Mod != parse.ModNone {
+			return bad("invalid field modifier .%s: %s takes no modifier", k.Mod, k.Name)
+		}
+		return Key{Spec: k, Kind: KeyStack, User: k.Name == "ustacktrace"}, nil
 	}
 	kind, ok := pseudoKeys[k.Name]
 	if !ok {
@@ -166,7 +171,7 @@ func notStack(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 	name := spec.WrittenName(k)
 	e := spec.Errorf(k.Off, k.Off+len(name), "unknown field %q in %s", name, f.FullName())
-	names := []string{"common_cpu", "comm", "common_stacktrace"}
+	names := []string{"common_cpu", "comm", "common_stacktrace", "ustacktrace"}
 	for _, fld := range f.Fields {
 		names = append(names, fld.Name)
 	}
@@ -189,6 +194,9 @@ func (p *Plan) String() string {
 			kind = "string"
 		case KeyStack:
 			kind = "kernel stack"
+			if k.User {
+				kind = "user stack"
+			}
 		}
 		s += fmt.Sprintf("  key   %s%s (%s)\n", k.Spec.Name, modSuffix(k.Spec), kind)
 	}

@@ -2,6 +2,7 @@ package hist
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -11,6 +12,8 @@ import (
 // and outputs share it.
 type Stack struct {
 	PCs  []uint64 // return addresses; the first zero ends the stack
+	User bool     // a user stack of process PID (ustacktrace)
+	PID  uint32
 	syms []string // PCs as %pS, once symbolized
 }
 
@@ -30,7 +33,14 @@ func (s *Stack) frames(r Resolver) []string {
 	if s.syms == nil {
 		s.syms = make([]string, len(s.PCs))
 		for i, pc := range s.PCs {
-			s.syms[i] = r.sym(pc, true)
+			switch {
+			case !s.User:
+				s.syms[i] = r.sym(pc, true)
+			case r.User != nil:
+				s.syms[i] = r.User(s.PID, pc)
+			default:
+				s.syms[i] = "0x" + strconv.FormatUint(pc, 16)
+			}
 		}
 	}
 	return s.syms

@@ -20,6 +20,7 @@ type Key struct {
 	Spec   parse.HistField // as parsed: name, modifier, buckets
 	Kind   KeyKind
 	Signed bool // the source field is signed (numbers are still printed as the kernel does)
+	User   bool // KeyStack: the user stack (ustacktrace), not the kernel's
 }
 
 // Val is one resolved explicit value (hitcount is implicit and always

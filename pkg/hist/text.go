@@ -23,6 +23,10 @@ type Resolver struct {
 	// SymOffset is the kernel's %pS: "name+0xoff/0xsize [module]", or
 	// "0x<addr>" when unknown.
 	SymOffset func(addr uint64) string
+	// User names address addr of process pid in user space, for
+	// ustacktrace keys: "name+0xoff/0xsize [file]", "file+0xoff" in a
+	// file without symbols, or "0x<addr>".
+	User func(pid uint32, addr uint64) string
 }
 
 func (r Resolver) syscall(nr uint64) string {
