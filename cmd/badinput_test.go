@@ -178,6 +178,7 @@ func TestBadInput(t *testing.T) {
 		{hist("-i", corrupt), 1, `file version "\\x1b\[31m6"`, false},
 		{[]string{"hist", "-i", sample, "-e", "sched:*", "-k", "prev_pid"}, 2, `unknown field "prev_pid" in sched:\w+`, true},
 		{[]string{"hist", "-i", sample, "-e", "nosys:nosuch", "-k", "prev_pid"}, 2, `nosys:nosuch`, false},
+		{[]string{"hist", "-i", sample, "-e", "sched:*", "-k", "common_stacktrace"}, 2, `--keys:1:1: a stack key needs a live hist: a trace.dat's records hold no stacks\n  common_stacktrace\n  \^~+\n`, true},
 
 		// record.
 		{rec("-b", "99999999999"), 2, `-b:1:1: buffer size 99999999999 out of range\n(.*\n)*  hint: the ring buffer per CPU is 1 to 4194304 KiB`, true},

@@ -60,7 +60,9 @@ there is the hist of every event that gives no flags.
 
 Key modifiers: .execname (common_pid only) .syscall .hex .sym .sym-offset
 .log2 .buckets=N. Value modifiers: .hex .percent .graph. Keys may be event
-fields, common_pid, common_cpu and comm. The filter supports == != < <= > >= &
+fields, common_pid, common_cpu, comm, common_stacktrace (stacktrace), the
+event's kernel stack, printed as the kernel prints it, and ustacktrace, the
+user stack of the process (gtrace's own). The filter supports == != < <= > >= &
 on numbers, == != on strings, && || ! and parentheses.
 
 It runs until Ctrl-C (SIGINT) or SIGTERM, for --duration, or, given
@@ -102,6 +104,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
 
   # print every second, starting afresh each time
   gtrace hist -e sched:sched_switch -k prev_comm --interval 1s --clear
+
+  # kernel stacks that reach the scheduler, for 5 seconds
+  gtrace hist -e sched:sched_switch -k common_stacktrace --duration 5s
 
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall

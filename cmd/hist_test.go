@@ -163,6 +163,7 @@ func TestHistUsageErrors(t *testing.T) {
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "id", "--clear"}, "--clear needs --interval"},
 		{[]string{"hist", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"nosuchcommand"}, "unknown command"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "ustacktrace.hex"}, "--keys:1:1: invalid field modifier .hex: ustacktrace takes no modifier\n  ustacktrace.hex\n  ^~~~~~~~~~~~~~~\n"},
 		{[]string{"hist", "-e", "raw_syscalls:sys_entr", "-k", "id"}, `unknown event "raw_syscalls:sys_entr" (did you mean "raw_syscalls:sys_enter", "raw_syscalls:sys_exit"?)`},
 	}
 	for _, tc := range tests {
@@ -182,6 +183,10 @@ func TestHistFieldErrorsHaveCarets(t *testing.T) {
 			"gtrace: --keys:1:12: unknown field \"idd\" in raw_syscalls:sys_enter\n  common_pid,idd\n             ^~~\n  hint: did you mean \"id\"?\n"},
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id:vals=args"},
 			"gtrace: hist:1:19: field \"args\" (array) cannot be a value: values must be numeric fields of the event\n  hist:keys=id:vals=args\n                    ^~~~\n"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.stacktrace"},
+			"gtrace: --keys:1:12: invalid field modifier .stacktrace: field \"common_pid\" of raw_syscalls:sys_enter is not a stack\n  common_pid.stacktrace\n             ^~~~~~~~~~\n  hint: the kernel stack of the event is the key common_stacktrace\n"},
+		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id,cpu.stacktrace"},
+			"gtrace: hist:1:18: invalid field modifier .stacktrace: \"cpu\" is not a stack\n  hist:keys=id,cpu.stacktrace\n                   ^~~~~~~~~~\n  hint: the kernel stack of the event is the key common_stacktrace\n"},
 	}
 	for _, tc := range tests {
 		d, _, errb := fakeDeps(t)

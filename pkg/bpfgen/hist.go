@@ -14,10 +14,12 @@ type KeySrc int
 
 // Sources of hist keys and values.
 const (
-	SrcField KeySrc = iota // a field of the record
-	SrcPID                 // the current task's pid (the kernel's common_pid)
-	SrcCPU                 // the CPU the event ran on (common_cpu)
-	SrcComm                // the current task's name (comm), 16 bytes
+	SrcField  KeySrc = iota // a field of the record
+	SrcPID                  // the current task's pid (the kernel's common_pid)
+	SrcCPU                  // the CPU the event ran on (common_cpu)
+	SrcComm                 // the current task's name (comm), 16 bytes
+	SrcStack                // the kernel stack's id in the stack map (hist_stack.go)
+	SrcUStack               // the user stack's id in the stack map, the tgid in the high half
 )
 
 // KeyOp transforms a numeric key before it is stored.
@@ -38,6 +40,7 @@ type KeySlot struct {
 	Buckets uint64 // OpBuckets: N > 0
 	Off     int    // offset in the key
 	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
+	Skip    int    // SrcStack: the innermost frames to leave out (StackSkip)
 }
 
 // ValSlot is one summed value; the hit count is always the value's first
@@ -87,7 +90,7 @@ func HistTracepoint(s *HistSpec) string {
 }
 
 func histDirect(s *HistSpec) *Direct {
-	if s.Direct == nil || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
+	if s.Direct == nil || s.HasStack() || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
 		return nil
 	}
 	return NewDirect(s.Event, s.Direct)
@@ -164,6 +167,7 @@ type HistAction struct {
 	Layout      *HistLayout
 	Map, Drops  string // the maps' names
 	hist, drops *ebpf.MapSpec
+	stacks      *ebpf.MapSpec // nil without a stack key
 }
 
 // NewHistAction returns the action of a hist laid out as l, with its maps
@@ -171,13 +175,19 @@ type HistAction struct {
 func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
 	return &HistAction{
 		Layout: l, Map: hist, Drops: drops,
-		hist:  &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
-		drops: &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		hist:   &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
+		drops:  &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		stacks: stackMap(l),
 	}
 }
 
-func (a *HistAction) stack() int            { return a.Layout.KeySize + a.Layout.ValueSize }
-func (a *HistAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.hist, a.drops} }
+func (a *HistAction) stack() int { return a.Layout.KeySize + a.Layout.ValueSize }
+func (a *HistAction) maps() []*ebpf.MapSpec {
+	if a.stacks != nil {
+		return []*ebpf.MapSpec{a.hist, a.drops, a.stacks}
+	}
+	return []*ebpf.MapSpec{a.hist, a.drops}
+}
 
 // emit: R7 = &key, R8 = the entry's value. The value is built at the
 // bottom of the area, the key above it.
@@ -196,7 +206,12 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
+	dropped := b.Label("dropped")
 	for i := range s.Keys {
+		if src := s.Keys[i].Src; src == SrcStack || src == SrcUStack {
+			emitStackKey(b, &s.Keys[i], dropped)
+			continue
+		}
 		if err := emitKey(b, &s.Keys[i]); err != nil {
 			return err
 		}
@@ -242,7 +257,6 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 			asm.FnGetCurrentComm.Call(),
 		)
 	}
-	dropped := b.Label("dropped")
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
 		asm.Mov.Reg(asm.R2, asm.R7),
@@ -262,7 +276,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.Ja.Label(out),
 	)
 	b.Mark(dropped)
-	b.Comment("table full: dropped += 1")
+	b.Comment("table full, or no room for the stack: dropped += 1")
 	b.Emit(
 		asm.StoreImm(asm.R10, keyOff, 0, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Drops),

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/probe"
@@ -16,6 +17,7 @@ import (
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/syscalls"
 	"github.com/gtrace/gtrace/pkg/tracedat"
+	"github.com/gtrace/gtrace/pkg/usym"
 )
 
 // Build resolves spec against an event's format, binds its filter and
@@ -126,7 +128,18 @@ type LiveJob struct {
 	compiled []*Compiled
 	lives    []*Live
 	follow   []uint32 // with cfg.Follow, the processes followed from the start
+	// users names the addresses of user stacks (ustacktrace keys); a
+	// goroutine reads the mappings of each process at first sight in the
+	// tables (seeEvery), until stopSee is closed.
+	users   usym.Cache
+	stopSee chan struct{}
+	seeDone chan struct{}
 }
+
+// seeEvery is how often the tables of user stack keys are scanned for
+// processes not seen yet, whose mappings are read then: a process that
+// exits sooner after its first event is named by bare addresses.
+const seeEvery = 20 * time.Millisecond
 
 // NewLive resolves the hist against each event's format in fs, binds its
 // filter and generates the programs: everything short of loading them.
@@ -219,7 +232,36 @@ func (j *LiveJob) Attach() error {
 		}
 		j.lives = append(j.lives, l)
 	}
+	var users []*Live
+	for _, l := range j.lives {
+		if l.c.hasUserStack() {
+			users = append(users, l)
+		}
+	}
+	if len(users) > 0 {
+		j.stopSee, j.seeDone = make(chan struct{}), make(chan struct{})
+		go j.seeUsers(users)
+	}
 	return nil
+}
+
+// seeUsers reads the mappings of the processes of user stacks as they
+// appear in the tables of users, until stopSee is closed.
+func (j *LiveJob) seeUsers(users []*Live) {
+	defer close(j.seeDone)
+	tick := time.NewTicker(seeEvery)
+	defer tick.Stop()
+	for {
+		for _, l := range users {
+			// A failed scan leaves those processes to the next.
+			_ = l.userPIDs(j.users.See)
+		}
+		select {
+		case <-j.stopSee:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Attached says what the job counts, for the run's attach line:
@@ -253,6 +295,11 @@ func (j *LiveJob) Stop() error {
 }
 
 func (j *LiveJob) close() {
+	if j.stopSee != nil {
+		close(j.stopSee)
+		<-j.seeDone
+		j.stopSee = nil
+	}
 	for _, l := range j.lives {
 		l.Close()
 	}
@@ -263,6 +310,12 @@ func (j *LiveJob) print(clear bool) error {
 	tables := make([]*Table, len(j.lives))
 	infos := make([]string, len(j.lives))
 	for i, l := range j.lives {
+		if l.c.hasUserStack() {
+			// The processes still running that the scans missed.
+			if err := l.userPIDs(j.users.See); err != nil {
+				return err
+			}
+		}
 		t, err := l.Snapshot(clear)
 		if err != nil {
 			return err
@@ -271,5 +324,7 @@ func (j *LiveJob) print(clear bool) error {
 		tables[i] = t
 		infos[i] = j.infos[i]
 	}
-	return Write(j.cfg.Out, j.cfg.Format, tables, infos, LocalResolver())
+	r := LocalResolver()
+	r.User = j.users.SymOffset
+	return Write(j.cfg.Out, j.cfg.Format, tables, infos, r)
 }

@@ -13,6 +13,7 @@ import (
 //
 //	key                columns
 //	string, comm       NAME (the text)
+//	common_stacktrace  NAME (the frames, innermost first, joined by "; ")
 //	number, .usecs     NAME (signed for signed fields)
 //	.hex               NAME (the number), NAME.hex (its hex digits)
 //	.sym, .sym-offset  NAME (the address), NAME.sym or NAME.sym-offset (the symbol)
@@ -45,8 +46,11 @@ func keyColumns(k *Key) []string {
 // keyCells appends the values of key k's columns for value v of an entry
 // whose saved task name is comm: uint64, int64 or string.
 func keyCells(cells []any, k *Key, v *KeyValue, comm string, r Resolver) []any {
-	if k.Kind == KeyString {
+	switch k.Kind {
+	case KeyString:
 		return append(cells, untilNUL(v.Str))
+	case KeyStack:
+		return append(cells, v.Stack.joined(r))
 	}
 	raw := keyRaw(k, v)
 	switch k.Spec.Mod {
@@ -94,7 +98,7 @@ func cellText(c any) string {
 // textColumn reports whether column i of key k holds names, which the
 // table aligns left, rather than numbers.
 func textColumn(k *Key, i int) bool {
-	if k.Kind == KeyString {
+	if k.Kind != KeyNumber {
 		return true
 	}
 	switch k.Spec.Mod {

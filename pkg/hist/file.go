@@ -237,6 +237,11 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	if err != nil {
 		return nil, err
 	}
+	for _, k := range p.Keys {
+		if k.Kind == KeyStack {
+			return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no stacks")
+		}
+	}
 	r := &fileRun{plan: p, id: uint16(fm.ID), cmdlines: cmdlines}
 	if spec.Filter != nil {
 		if r.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, fm); err != nil {

@@ -112,6 +112,10 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 		e := &t.Entries[i]
 		je := jsonEntry{Keys: jsonKeys{names: names}, Hitcount: e.Hitcount, Values: make([]jsonValue, len(cols))}
 		for j := range p.Keys {
+			if p.Keys[j].Kind == KeyStack {
+				je.Keys.cells = append(je.Keys.cells, e.Keys[j].Stack.jsonFrames(r))
+				continue
+			}
 			je.Keys.cells = keyCells(je.Keys.cells, &p.Keys[j], &e.Keys[j], e.Comm, r)
 		}
 		for j := range cols {

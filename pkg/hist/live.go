@@ -141,10 +141,68 @@ func (l *Live) Snapshot(clear bool) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.readStacks(t); err != nil {
+		return nil, err
+	}
 	if t.Dropped, err = probe.ReadU64(l.objs.Map(bpfgen.DropsMapName), clear); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// readStacks gives the stack keys of t's entries their frames, reading
+// each stack id once. The stack map is not cleared with the table (an
+// event may be giving an id to a new entry meanwhile): its stacks stay
+// until the hist ends.
+func (l *Live) readStacks(t *Table) error {
+	if !l.c.Layout.HasStack() {
+		return nil
+	}
+	m := l.objs.Map(bpfgen.StacksMapName)
+	stacks := map[uint64]*Stack{}
+	for i := range t.Entries {
+		for j, k := range t.Plan.Keys {
+			if k.Kind != KeyStack {
+				continue
+			}
+			v := &t.Entries[i].Keys[j]
+			if s, ok := stacks[v.Num]; ok {
+				v.Stack = s
+				continue
+			}
+			pcs := make([]uint64, bpfgen.StackDepth)
+			if err := m.Lookup(uint32(v.Num), pcs); err != nil {
+				return fmt.Errorf("read stack %d: %w", uint32(v.Num), err)
+			}
+			v.Stack = NewStack(pcs)
+			if k.User {
+				v.Stack.User, v.Stack.PID = true, uint32(v.Num>>32)
+			}
+			stacks[v.Num] = v.Stack
+		}
+	}
+	return nil
+}
+
+// hasUserStack reports whether a key of the hist is a user stack.
+func (c *Compiled) hasUserStack() bool {
+	for _, k := range c.Plan.Keys {
+		if k.User {
+			return true
+		}
+	}
+	return false
+}
+
+// userPIDs calls fn with the process of each user stack key in the table.
+func (l *Live) userPIDs(fn func(pid uint32)) error {
+	return probe.ForEach(l.objs.Map(bpfgen.HistMapName), func(k, _ []byte) {
+		for i, s := range l.c.Layout.Keys {
+			if l.c.Plan.Keys[i].User {
+				fn(uint32(binary.LittleEndian.Uint64(k[s.Off:]) >> 32))
+			}
+		}
+	})
 }
 
 // Close detaches and unloads the program.

@@ -57,6 +57,11 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 			slot.Src = bpfgen.SrcPID
 		case "common_cpu":
 			slot.Src = bpfgen.SrcCPU
+		case "common_stacktrace":
+			slot.Src = bpfgen.SrcStack
+			slot.Skip = bpfgen.StackSkip(f.System, f.Name)
+		case "ustacktrace":
+			slot.Src = bpfgen.SrcUStack
 		default:
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
@@ -106,6 +111,9 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 	bad := func(format string, args ...any) (Key, error) {
 		return Key{}, spec.Errorf(k.Off, k.End, format, args...)
 	}
+	if k.Mod == parse.ModStacktrace {
+		return Key{}, notStack(spec, f, k)
+	}
 	if fld := f.Field(k.Name); fld != nil {
 		switch {
 		case fld.Class.IsString():
@@ -125,6 +133,12 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 			return bad("field %q (%s) cannot be a hist key", k.Name, fld.Class)
 		}
 	}
+	if k.Name == "common_stacktrace" || k.Name == "ustacktrace" {
+		if k.Mod != parse.ModNone {
+			return bad("invalid field modifier .%s: %s takes no modifier", k.Mod, k.Name)
+		}
+		return Key{Spec: k, Kind: KeyStack, User: k.Name == "ustacktrace"}, nil
+	}
 	kind, ok := pseudoKeys[k.Name]
 	if !ok {
 		return Key{}, unknownField(spec, f, k)
@@ -138,10 +152,26 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 	return Key{Spec: k, Kind: kind}, nil
 }
 
+// notStack refuses .stacktrace on key k: the kernel takes it only on a
+// field that holds a stack (an unsigned long[] of a synthetic event),
+// which no event's format has; the caret is on the modifier.
+func notStack(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
+	name := spec.WrittenName(k)
+	what := fmt.Sprintf("field %q of %s", name, f.FullName())
+	if f.Field(k.Name) == nil {
+		if _, ok := pseudoKeys[k.Name]; !ok {
+			return unknownField(spec, f, k)
+		}
+		what = fmt.Sprintf("%q", name)
+	}
+	return spec.Errorf(k.Off+len(name)+1, k.End, "invalid field modifier .stacktrace: %s is not a stack", what).
+		WithHint("the kernel stack of the event is the key common_stacktrace")
+}
+
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 	name := spec.WrittenName(k)
 	e := spec.Errorf(k.Off, k.Off+len(name), "unknown field %q in %s", name, f.FullName())
-	names := []string{"common_cpu", "comm"}
+	names := []string{"common_cpu", "comm", "common_stacktrace", "ustacktrace"}
 	for _, fld := range f.Fields {
 		names = append(names, fld.Name)
 	}
@@ -159,8 +189,14 @@ func (p *Plan) String() string {
 	s := fmt.Sprintf("event %s, size %d\n", p.Event, p.Size)
 	for _, k := range p.Keys {
 		kind := "number"
-		if k.Kind == KeyString {
+		switch k.Kind {
+		case KeyString:
 			kind = "string"
+		case KeyStack:
+			kind = "kernel stack"
+			if k.User {
+				kind = "user stack"
+			}
 		}
 		s += fmt.Sprintf("  key   %s%s (%s)\n", k.Spec.Name, modSuffix(k.Spec), kind)
 	}

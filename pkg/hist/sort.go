@@ -101,6 +101,8 @@ func compareKey(k *Key, x, y *KeyValue) int {
 	switch {
 	case k.Kind == KeyString:
 		return strings.Compare(x.Str, y.Str)
+	case k.Kind == KeyStack:
+		return x.Stack.compare(y.Stack)
 	case signedKey(k):
 		return cmp.Compare(int64(x.Num), int64(y.Num))
 	}

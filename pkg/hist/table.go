@@ -12,6 +12,7 @@ type KeyKind int
 const (
 	KeyNumber KeyKind = iota // a u64 (after any log2/buckets transform)
 	KeyString                // text (char arrays, __data_loc strings, comm)
+	KeyStack                 // a kernel stack (common_stacktrace), as a *Stack
 )
 
 // Key is one resolved hist key.
@@ -19,6 +20,7 @@ type Key struct {
 	Spec   parse.HistField // as parsed: name, modifier, buckets
 	Kind   KeyKind
 	Signed bool // the source field is signed (numbers are still printed as the kernel does)
+	User   bool // KeyStack: the user stack (ustacktrace), not the kernel's
 }
 
 // Val is one resolved explicit value (hitcount is implicit and always
@@ -45,6 +47,9 @@ type Plan struct {
 type KeyValue struct {
 	Num uint64 // KeyNumber (for log2 keys the exponent, for buckets the bucket start)
 	Str string // KeyString
+	// Stack is a KeyStack's frames (Num is its id in the stack map);
+	// entries with the same stack share it.
+	Stack *Stack
 }
 
 // Entry is one row of a hist table.

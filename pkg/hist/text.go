@@ -23,6 +23,10 @@ type Resolver struct {
 	// SymOffset is the kernel's %pS: "name+0xoff/0xsize [module]", or
 	// "0x<addr>" when unknown.
 	SymOffset func(addr uint64) string
+	// User names address addr of process pid in user space, for
+	// ustacktrace keys: "name+0xoff/0xsize [file]", "file+0xoff" in a
+	// file without symbols, or "0x<addr>".
+	User func(pid uint32, addr uint64) string
 }
 
 func (r Resolver) syscall(nr uint64) string {
@@ -85,16 +89,25 @@ func WriteText(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) e
 // kernel's hist_trigger_entry_print does.
 func appendEntryText(b []byte, p *Plan, e *Entry, cols []column, stats []colStat, noHitcount bool, r Resolver) []byte {
 	b = append(b, "{ "...)
+	multiline := false
 	for i := range p.Keys {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		k := &p.Keys[i]
 		b = append(b, k.Spec.Name...)
+		if k.Kind == KeyStack {
+			b = appendStackText(b, e.Keys[i].Stack, r)
+			multiline = true
+			continue
+		}
 		b = append(b, ": "...)
 		b = appendKeyText(b, k, &e.Keys[i], e.Comm, r)
 	}
-	b = append(b, " }"...)
+	if !multiline {
+		b = append(b, ' ')
+	}
+	b = append(b, '}')
 	if !noHitcount {
 		b = append(b, " hitcount: "...)
 		b = appendNum(b, e.Hitcount, 10, 10)

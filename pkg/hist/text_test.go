@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -108,6 +109,9 @@ var testResolver = Resolver{
 		if name, ok := map[uint64]string{
 			0xffffffff811e2a1b: "seq_buf_alloc+0x1b/0x50",
 			0xffffffffa046041c: "i915_gem_execbuffer2+0x6c/0x2c0 [i915]",
+			0xffffffff8120010b: "__kmalloc_track_caller+0x10b/0x1a0",
+			0xffffffff81300020: "kmemdup+0x20/0x50",
+			0xffffffff81400030: "seq_read+0x30/0x400",
 		}[addr]; ok {
 			return name
 		}
@@ -189,6 +193,23 @@ func goldenCases() []goldenCase {
 					entry(7, "", keys(num(10))),
 					entry(3, "", keys(num(0))),
 					entry(1, "", keys(num(12340))),
+				},
+			}),
+		// The kernel's sample of a stack key (grammar §6.3), and a stack
+		// that is not the last key.
+		one("stack", "hist:keys=common_stacktrace:vals=hitcount,bytes_req:sort=bytes_req.descending:size=2048 [active]",
+			&Table{
+				Plan: plan("kmem:kmalloc", []Key{{Spec: fld("common_stacktrace", parse.ModNone), Kind: KeyStack}}, []parse.HistField{fld("bytes_req", parse.ModNone)}, desc("bytes_req")),
+				Entries: []Entry{
+					entry(3, "", keys(KeyValue{Num: 7, Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81300020, 0, 0})}), 21),
+					entry(1, "", keys(KeyValue{Num: 9, Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81400030, 0xdead})}), 8),
+				},
+			}),
+		one("stack_pid", "hist:keys=common_stacktrace,common_pid:vals=hitcount:sort=hitcount:size=2048 [active]",
+			&Table{
+				Plan: plan("kmem:kmalloc", []Key{{Spec: fld("common_stacktrace", parse.ModNone), Kind: KeyStack}, sgnKey("common_pid", parse.ModNone)}, none),
+				Entries: []Entry{
+					entry(2, "", keys(KeyValue{Num: 7, Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81300020})}, num(42))),
 				},
 			}),
 		one("string", "hist:keys=child_comm,child_pid:vals=hitcount:sort=hitcount:size=2048 [active]",
@@ -597,5 +618,26 @@ func TestWritersReportErrors(t *testing.T) {
 		if err := write(&failWriter{}); err == nil {
 			t.Errorf("%s: write to a failing writer = nil, want an error", name)
 		}
+	}
+}
+
+// TestStackSymbolizedOnce checks that a stack shared by entries is
+// symbolized once, whatever prints it.
+func TestStackSymbolizedOnce(t *testing.T) {
+	calls := 0
+	r := Resolver{SymOffset: func(addr uint64) string { calls++; return fmt.Sprintf("f%x", addr) }}
+	st := NewStack([]uint64{1, 2, 3, 0, 5})
+	p := plan("kmem:kmalloc", []Key{{Spec: fld("common_stacktrace", parse.ModNone), Kind: KeyStack}, sgnKey("common_pid", parse.ModNone)}, nil)
+	tb := &Table{Plan: p, Entries: []Entry{
+		entry(1, "", keys(KeyValue{Num: 4, Stack: st}, num(1))),
+		entry(2, "", keys(KeyValue{Num: 4, Stack: st}, num(2))),
+	}}
+	for _, format := range []string{"text", "json", "csv", "table"} {
+		if err := Write(io.Discard, format, []*Table{tb}, []string{"x"}, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("symbolized %d frames, want 3 (the frames before the first zero, once)", calls)
 	}
 }

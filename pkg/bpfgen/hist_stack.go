@@ -1,0 +1,97 @@
+package bpfgen
+
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Stack keys. A hist key common_stacktrace is the id bpf_get_stackid gives
+// the event's kernel stack in a stack-trace map beside the hist's hash map;
+// user space reads the frames of each id once. The program is then on the
+// event's classic tracepoint (its ctx is the record, in R6), whose context
+// the helper takes.
+
+// StacksMapName is the name of a hist's stack-trace map.
+const StacksMapName = "stacks"
+
+// StackDepth is the most frames a stack key keeps, as the kernel's
+// HIST_STACKTRACE_DEPTH.
+const StackDepth = 16
+
+// StackSkip returns how many innermost frames bpf_get_stackid leaves out
+// of the stacks of event sys:name, so that the first frame kept is the
+// first the kernel's own hist prints (checked against the kernel's hist,
+// 6.12, in test/vm): on a classic tracepoint the stack starts in the
+// event's perf glue (perf_trace_CLASS, where the helper's regs were
+// taken), and a syscalls:sys_enter_* event also has syscall_trace_enter
+// before it, which the kernel's fixed skip of its own frames drops (its
+// exit path keeps syscall_exit_to_user_mode, as the kernel does).
+func StackSkip(sys, name string) int {
+	if sys == "syscalls" && strings.HasPrefix(name, "sys_enter_") {
+		return 2
+	}
+	return 1
+}
+
+// HasStack reports whether a key of l is a stack.
+func (l *HistLayout) HasStack() bool {
+	for _, k := range l.Keys {
+		if k.Src == SrcStack || k.Src == SrcUStack {
+			return true
+		}
+	}
+	return false
+}
+
+// stackMapScale is how many buckets the stack map has per entry of the
+// hist: bpf_get_stackid keeps one stack per bucket and refuses (-EEXIST) a
+// new stack whose hash lands on a bucket in use, so the map is sparser
+// than the table to make those refusals rare.
+const stackMapScale = 4
+
+// stackMap is the stack-trace map of a layout with a stack key, sized as
+// the hist (stackMapScale times its entries), or nil.
+func stackMap(l *HistLayout) *ebpf.MapSpec {
+	if !l.HasStack() {
+		return nil
+	}
+	return &ebpf.MapSpec{Name: StacksMapName, Type: ebpf.StackTrace, KeySize: 4, ValueSize: 8 * StackDepth, MaxEntries: uint32(stackMapScale * l.MaxEntries)}
+}
+
+// userStackFlag is BPF_F_USER_STACK: bpf_get_stackid takes the user stack.
+const userStackFlag = 1 << 8
+
+// emitStackKey stores the id of the event's kernel stack (SrcStack), or of
+// its user stack with the process's tgid in the high half (SrcUStack), at
+// R7+slot.Off; when the helper finds no room for the stack (-ENOMEM, or
+// -EEXIST when another stack holds its bucket), or no user stack (a kernel
+// thread: -EFAULT), the event goes to dropped, as an entry that finds the
+// table full. R6 must be the tracepoint's ctx, R9 pid_tgid. Clobbers
+// R0-R5.
+func emitStackKey(b *Builder, k *KeySlot, dropped string) {
+	flags := int32(k.Skip)
+	if k.Src == SrcUStack {
+		b.Comment("key ustacktrace")
+		flags = userStackFlag
+	} else {
+		b.Comment("key common_stacktrace")
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, 0).WithReference(StacksMapName),
+		asm.Mov.Imm(asm.R3, flags),
+		asm.FnGetStackid.Call(),
+		asm.JSLT.Imm(asm.R0, 0, dropped),
+	)
+	if k.Src == SrcUStack {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R9),
+			asm.RSh.Imm(asm.R1, 32),
+			asm.LSh.Imm(asm.R1, 32),
+			asm.Or.Reg(asm.R0, asm.R1),
+		)
+	}
+	b.Emit(asm.StoreMem(asm.R7, int16(k.Off), asm.R0, asm.DWord))
+}
