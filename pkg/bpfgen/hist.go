@@ -18,6 +18,9 @@ const (
 	SrcPID                 // the current task's pid (the kernel's common_pid)
 	SrcCPU                 // the CPU the event ran on (common_cpu)
 	SrcComm                // the current task's name (comm), 16 bytes
+	SrcTime                // the time, common_timestamp (HistLayout.Clock)
+	SrcConst               // a constant (Expr.Const)
+	SrcExpr                // computed by KeySlot.Expr
 )
 
 // KeyOp transforms a numeric key before it is stored.
@@ -38,13 +41,15 @@ type KeySlot struct {
 	Buckets uint64 // OpBuckets: N > 0
 	Off     int    // offset in the key
 	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
+	Expr    *Expr  // SrcExpr
 }
 
 // ValSlot is one summed value; the hit count is always the value's first
 // u64 and is not a slot.
 type ValSlot struct {
-	Field *parse.Field
-	Off   int // offset in the map value (>= 8)
+	Field *parse.Field // the field summed, when Expr is nil
+	Expr  *Expr        // the number summed, when not nil
+	Off   int          // offset in the map value (>= 8)
 }
 
 // HistLayout is how a hist lays out its entries in the BPF hash map: the
@@ -55,9 +60,10 @@ type HistLayout struct {
 	Keys       []KeySlot
 	KeySize    int
 	Vals       []ValSlot
-	ValueSize  int // hitcount + sums (+ comm)
-	CommOff    int // >= 0: save the task name here when an entry is created
-	MaxEntries int // the hist's size
+	ValueSize  int   // hitcount + sums (+ comm)
+	CommOff    int   // >= 0: save the task name here when an entry is created
+	MaxEntries int   // the hist's size
+	Clock      Clock // the clock of SrcTime operands
 }
 
 // HistSpec describes a hist program for one event.
@@ -87,7 +93,7 @@ func HistTracepoint(s *HistSpec) string {
 }
 
 func histDirect(s *HistSpec) *Direct {
-	if s.Direct == nil || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
+	if s.Direct == nil || s.Event == nil || s.stackSize() > maxStack-directRecordMax {
 		return nil
 	}
 	return NewDirect(s.Event, s.Direct)
@@ -176,7 +182,17 @@ func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
 	}
 }
 
-func (a *HistAction) stack() int            { return a.Layout.KeySize + a.Layout.ValueSize }
+func (a *HistAction) stack() int { return a.Layout.stackSize() }
+
+// stackSize is the stack a hist's action needs: the key, the value and
+// the temporaries of its expressions.
+func (l *HistLayout) stackSize() int {
+	n := l.KeySize + l.ValueSize
+	if l.usesExpr() {
+		n += 8 * exprTemps
+	}
+	return n
+}
 func (a *HistAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.hist, a.drops} }
 
 // emit: R7 = &key, R8 = the entry's value. The value is built at the
@@ -186,18 +202,19 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
 		return fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
 	}
-	if s.KeySize+s.ValueSize > maxStack {
+	if a.stack() > maxStack {
 		return fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
 	}
 	valOff := f.Area.Off
 	keyOff := valOff + int16(s.ValueSize)
+	tmpOff := keyOff + int16(s.KeySize) // expression temporaries
 	out := f.Next
 
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
 	for i := range s.Keys {
-		if err := emitKey(b, &s.Keys[i]); err != nil {
+		if err := emitKey(b, &s.Keys[i], s.Clock, tmpOff); err != nil {
 			return err
 		}
 	}
@@ -220,8 +237,9 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, 0),
 	)
 	for _, v := range s.Vals {
-		b.Comment("%s += %s", "sum", v.Field.Name)
-		loadField(b, asm.R1, v.Field)
+		if err := emitVal(b, v, s.Clock, tmpOff); err != nil {
+			return err
+		}
 		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(v.Off)))
 	}
 	b.Emit(asm.Ja.Label(out))
@@ -231,7 +249,9 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Comment("new entry")
 	b.Emit(storeImm64(asm.R10, valOff, 1))
 	for _, v := range s.Vals {
-		loadField(b, asm.R1, v.Field)
+		if err := emitVal(b, v, s.Clock, tmpOff); err != nil {
+			return err
+		}
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
 	}
 	if s.CommOff >= 0 {
@@ -276,10 +296,31 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	return nil
 }
 
-// emitKey stores one key at R7+slot.Off. Clobbers R0-R5.
-func emitKey(b *Builder, k *KeySlot) error {
+// emitVal leaves the number a value slot sums in R1. Clobbers R0-R5.
+func emitVal(b *Builder, v ValSlot, clock Clock, tmp int16) error {
+	if v.Expr == nil {
+		b.Comment("sum += %s", v.Field.Name)
+		loadField(b, asm.R1, v.Field)
+		return nil
+	}
+	b.Comment("sum += expression")
+	if err := emitExpr(b, v.Expr, clock, tmp); err != nil {
+		return err
+	}
+	b.Emit(asm.Mov.Reg(asm.R1, asm.R0))
+	return nil
+}
+
+// emitKey stores one key at R7+slot.Off, an expression's computed with
+// the temporaries at fp+tmp. Clobbers R0-R5.
+func emitKey(b *Builder, k *KeySlot, clock Clock, tmp int16) error {
 	off := int16(k.Off)
 	switch k.Src {
+	case SrcExpr:
+		b.Comment("key expression")
+		if err := emitExpr(b, k.Expr, clock, tmp); err != nil {
+			return err
+		}
 	case SrcPID:
 		b.Comment("key common_pid")
 		// The kernel's common_pid is an int: sign extend the tid.

@@ -126,7 +126,7 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 			case parse.ModHex:
 				row = append(row, strconv.FormatUint(v, 16))
 			default:
-				row = append(row, strconv.FormatUint(v, 10))
+				row = append(row, cellText(cols[j].cell(e)))
 			}
 		}
 		if err := tbl.Append(row); err != nil {

@@ -419,10 +419,17 @@ func TestWriteTextKernelExamples(t *testing.T) {
 			"{ child_comm: bash" + strings.Repeat(" ", 46) + " } hitcount:          1",
 		},
 		{
-			"signed prints as u64",
+			// The kernel prints 18446744073709551614 (grammar §12.6).
+			"signed prints signed",
 			plan("syscalls:sys_exit_openat", []Key{sgnKey("ret", parse.ModNone)}, none),
 			entry(1, "", keys(neg(-2))),
-			"{ ret: 18446744073709551614 } hitcount:          1",
+			"{ ret:         -2 } hitcount:          1",
+		},
+		{
+			"signed hex prints as u64",
+			plan("syscalls:sys_exit_openat", []Key{sgnKey("ret", parse.ModHex)}, none),
+			entry(1, "", keys(neg(-2))),
+			"{ ret: fffffffffffffffe } hitcount:          1",
 		},
 	}
 	for _, tt := range tests {
