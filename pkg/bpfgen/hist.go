@@ -189,7 +189,7 @@ func (a *HistAction) stack() int { return a.Layout.stackSize() }
 func (l *HistLayout) stackSize() int {
 	n := l.KeySize + l.ValueSize
 	if l.usesExpr() {
-		n += 8 * exprTemps
+		n += exprTime + 8
 	}
 	return n
 }
@@ -210,11 +210,15 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	tmpOff := keyOff + int16(s.KeySize) // expression temporaries
 	out := f.Next
 
+	if s.usesTime() {
+		b.Comment("the event's time, common_timestamp (%s)", s.Clock)
+		b.Emit(s.Clock.helper().Call(), asm.StoreMem(asm.R10, tmpOff+exprTime, asm.R0, asm.DWord))
+	}
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
 	for i := range s.Keys {
-		if err := emitKey(b, &s.Keys[i], s.Clock, tmpOff); err != nil {
+		if err := emitKey(b, &s.Keys[i], tmpOff); err != nil {
 			return err
 		}
 	}
@@ -237,7 +241,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, 0),
 	)
 	for _, v := range s.Vals {
-		if err := emitVal(b, v, s.Clock, tmpOff); err != nil {
+		if err := emitVal(b, v, tmpOff); err != nil {
 			return err
 		}
 		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(v.Off)))
@@ -249,7 +253,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Comment("new entry")
 	b.Emit(storeImm64(asm.R10, valOff, 1))
 	for _, v := range s.Vals {
-		if err := emitVal(b, v, s.Clock, tmpOff); err != nil {
+		if err := emitVal(b, v, tmpOff); err != nil {
 			return err
 		}
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
@@ -297,14 +301,14 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 }
 
 // emitVal leaves the number a value slot sums in R1. Clobbers R0-R5.
-func emitVal(b *Builder, v ValSlot, clock Clock, tmp int16) error {
+func emitVal(b *Builder, v ValSlot, tmp int16) error {
 	if v.Expr == nil {
 		b.Comment("sum += %s", v.Field.Name)
 		loadField(b, asm.R1, v.Field)
 		return nil
 	}
 	b.Comment("sum += expression")
-	if err := emitExpr(b, v.Expr, clock, tmp); err != nil {
+	if err := emitExpr(b, v.Expr, tmp); err != nil {
 		return err
 	}
 	b.Emit(asm.Mov.Reg(asm.R1, asm.R0))
@@ -313,12 +317,12 @@ func emitVal(b *Builder, v ValSlot, clock Clock, tmp int16) error {
 
 // emitKey stores one key at R7+slot.Off, an expression's computed with
 // the temporaries at fp+tmp. Clobbers R0-R5.
-func emitKey(b *Builder, k *KeySlot, clock Clock, tmp int16) error {
+func emitKey(b *Builder, k *KeySlot, tmp int16) error {
 	off := int16(k.Off)
 	switch k.Src {
 	case SrcExpr:
 		b.Comment("key expression")
-		if err := emitExpr(b, k.Expr, clock, tmp); err != nil {
+		if err := emitExpr(b, k.Expr, tmp); err != nil {
 			return err
 		}
 	case SrcPID:

@@ -54,31 +54,61 @@ func (l *HistLayout) usesExpr() bool {
 	return false
 }
 
+// usesTime reports whether e reads the time.
+func (e *Expr) usesTime() bool {
+	switch {
+	case e == nil:
+		return false
+	case e.Op == 0:
+		return e.Src == SrcTime
+	}
+	return e.L.usesTime() || e.R.usesTime()
+}
+
+// usesTime reports whether a hist layout reads the time: it is read once
+// per event, so that every common_timestamp of the event is the same.
+func (l *HistLayout) usesTime() bool {
+	for _, k := range l.Keys {
+		if k.Expr.usesTime() {
+			return true
+		}
+	}
+	for _, v := range l.Vals {
+		if v.Expr.usesTime() {
+			return true
+		}
+	}
+	return false
+}
+
+// exprTime is the offset, from the temporaries, of the event's time.
+const exprTime = 8 * exprTemps
+
 // emitExpr leaves the value of e in R0, using the u64 temporaries at
-// fp+tmp. Clobbers R0-R5.
-func emitExpr(b *Builder, e *Expr, clock Clock, tmp int16) error {
+// fp+tmp, the event's time at fp+tmp+exprTime. Clobbers R0-R5.
+func emitExpr(b *Builder, e *Expr, tmp int16) error {
 	if e.depth() > exprTemps {
 		return fmt.Errorf("hist expression too deep: %d temporaries, at most %d", e.depth(), exprTemps)
 	}
-	return emitExprAt(b, e, clock, tmp)
+	return emitExprAt(b, e, tmp, tmp+exprTime)
 }
 
-func emitExprAt(b *Builder, e *Expr, clock Clock, tmp int16) error {
+func emitExprAt(b *Builder, e *Expr, tmp, clock int16) error {
 	switch e.Op {
 	case 0:
 		return emitOperand(b, e, clock)
 	case 'n':
-		if err := emitExprAt(b, e.L, clock, tmp); err != nil {
+		if err := emitExprAt(b, e.L, tmp, clock); err != nil {
 			return err
 		}
 		b.Emit(asm.Neg.Imm(asm.R0, 0))
 		return nil
 	}
-	if err := emitExprAt(b, e.L, clock, tmp); err != nil {
+	if err := emitExprAt(b, e.L, tmp, clock); err != nil {
 		return err
 	}
 	b.Emit(asm.StoreMem(asm.R10, tmp, asm.R0, asm.DWord))
-	if err := emitExprAt(b, e.R, clock, tmp+8); err != nil {
+	if err := emitExprAt(b, e.R, tmp+8, clock); err != nil {
 		return err
 	}
 	b.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, tmp, asm.DWord))
@@ -139,8 +169,9 @@ func emitDiv(b *Builder, signed bool) {
 	b.Mark(done)
 }
 
-// emitOperand leaves the value of an operand in R0. Clobbers R0-R5.
-func emitOperand(b *Builder, e *Expr, clock Clock) error {
+// emitOperand leaves the value of an operand in R0, the time read from
+// fp+clock. Clobbers R0-R5.
+func emitOperand(b *Builder, e *Expr, clock int16) error {
 	switch e.Src {
 	case SrcField:
 		if e.Field == nil || (e.Field.Class != parse.ClassNumeric && e.Field.Class != parse.ClassStringPtr) {
@@ -152,7 +183,7 @@ func emitOperand(b *Builder, e *Expr, clock Clock) error {
 	case SrcCPU:
 		b.Emit(asm.FnGetSmpProcessorId.Call())
 	case SrcTime:
-		b.Emit(clock.helper().Call())
+		b.Emit(asm.LoadMem(asm.R0, asm.R10, clock, asm.DWord))
 		if e.Usecs {
 			b.Emit(asm.Add.Imm(asm.R0, 500), asm.Div.Imm(asm.R0, 1000))
 		}

@@ -1,0 +1,91 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// TestPrivilegedHistSignedExprMatchInterpreter runs hists with signed
+// expressions of raw_syscalls:sys_exit's ret over a helper that makes
+// exactly n getppid calls, and compares them with the file engine over
+// the records the kernel would write: signed keys and values print
+// signed in both.
+func TestPrivilegedHistSignedExprMatchInterpreter(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 321
+	fs, err := tracefs.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, pid := commOf(t), os.Getpid()
+	exit, err := fs.Format(tracefs.Event{System: "raw_syscalls", Name: "sys_exit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ret := exit.Field("id"), exit.Field("ret")
+	filter := fmt.Sprintf("id == 110 && ret == %d", pid)
+	for _, args := range [][]string{
+		{"-k", "id-ret", "--vals", "0-ret,ret/2", "-f", filter},
+		{"hist:keys=-(ret-id):vals=ret*2-id,ret/3:sort=-(ret-id) if " + filter},
+	} {
+		got, errOut, code := run(t, append(append([]string{"hist", "-e", "raw_syscalls:sys_exit"}, args...), workload(t, fmt.Sprintf("getppid %d", n))...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr:\n%s", args, code, errOut)
+		}
+		want := interpretRecords(t, args, exit, comm, n, func(rec []byte, _ int) {
+			putUint(rec[id.Offset:id.Offset+id.Size], 110)
+			putUint(rec[ret.Offset:ret.Offset+ret.Size], uint64(pid))
+		})
+		if got != want {
+			t.Errorf("%v: BPF and interpreter differ\nBPF:\n%s\ninterpreter:\n%s", args, got, want)
+		}
+		if !regexp.MustCompile(`(?m)^\{ [^ ]+: +-\d+ \}`).MatchString(got) {
+			t.Errorf("%v: no negative key in\n%s", args, got)
+		}
+	}
+}
+
+// TestPrivilegedHistTimestamp sums common_timestamp.usecs over exactly n
+// getppid calls of a helper, in each clock BPF reads, and wants the sum
+// between n times the clock's time before the helper ran and n times the
+// time after.
+func TestPrivilegedHistTimestamp(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 100
+	pid := os.Getpid()
+	for clock, id := range map[string]int32{"mono": unix.CLOCK_MONOTONIC, "boot": unix.CLOCK_BOOTTIME, "tai": unix.CLOCK_TAI} {
+		usecs := func() uint64 {
+			var ts unix.Timespec
+			if err := unix.ClockGettime(id, &ts); err != nil {
+				t.Fatal(err)
+			}
+			return uint64(ts.Nano()) / 1000
+		}
+		spec := fmt.Sprintf("hist:keys=id:vals=common_timestamp.usecs:clock=%s if id == 110 && ret == %d", clock, pid)
+		before := usecs()
+		out, errOut, code := run(t, append([]string{"hist", "-e", "raw_syscalls:sys_exit", spec}, workload(t, fmt.Sprintf("getppid %d", n))...)...)
+		after := usecs() + 1
+		if code != 0 {
+			t.Fatalf("%s: exit %d, stderr:\n%s", clock, code, errOut)
+		}
+		m := regexp.MustCompile(`(?m)^\{ id: +110 \} hitcount: +(\d+)  common_timestamp: +(\d+)$`).FindStringSubmatch(out)
+		if m == nil || m[1] != strconv.Itoa(n) {
+			t.Fatalf("%s: want one entry of %d hits:\n%s", clock, n, out)
+		}
+		sum, _ := strconv.ParseUint(m[2], 10, 64)
+		if sum < n*before || sum > n*after {
+			t.Errorf("%s: sum of common_timestamp.usecs = %d, want between %d and %d", clock, sum, n*before, n*after)
+		}
+		if want := ":clock=" + clock + " if "; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(out) {
+			t.Errorf("%s: trigger info lacks %q:\n%s", clock, want, out)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package hist
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// TestEngineExpressions checks expressions and common_timestamp in the
+// file engine: exact division (the kernel gives 100/1000 = 1), -1 for a
+// division by zero, signed division and printing, the kernel's operator
+// order, and .usecs rounding to the nearest microsecond.
+func TestEngineExpressions(t *testing.T) {
+	for _, tc := range []struct {
+		hist  string
+		ts    uint64
+		id    int64
+		ret   int64
+		entry string
+	}{
+		{"keys=id/1000:vals=ret/1000", 0, 100, 1999, "{ id/1000:          0 } hitcount:          1  ret/1000:          1"},
+		{"keys=id:vals=id/ret", 0, 7, 0, "{ id:          7 } hitcount:          1  id/ret:         -1"},
+		{"keys=ret/2:vals=ret*3-id", 0, 4, -7, "{ ret/2:         -3 } hitcount:          1  ret*3-id:        -25"},
+		{"keys=id-ret-1:vals=id*2+ret*3", 0, 10, 2, "{ id-ret-1:          7 } hitcount:          1  id*2+ret*3:         26"},
+		{"keys=-(id-ret):vals=id/2/2", 0, 2, 5, "{ -(id-ret):          3 } hitcount:          1  id/2/2:          0"},
+		{"keys=id:vals=common_timestamp.usecs", 1499, 1, 0, "{ id:          1 } hitcount:          1  common_timestamp:          1"},
+		{"keys=common_timestamp.usecs", 1500, 1, 0, "{ common_timestamp:          2 } hitcount:          1"},
+		{"keys=common_timestamp/1000+id", 123456, 1, 0, "{ common_timestamp/1000+id:        124 } hitcount:          1"},
+		{"keys=common_cpu*10+common_pid", 0, 0, 0, "{ common_cpu*10+common_pid:         37 } hitcount:          1"},
+	} {
+		t.Run(tc.hist, func(t *testing.T) {
+			spec, err := parse.ParseHist("hist", tc.hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := NewEngine(spec, testutil.Format(t, "raw_syscalls:sys_exit"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.AddAt(sysExit(t, 7, tc.id, tc.ret), 3, "sh", tc.ts)
+			var b strings.Builder
+			if err := WriteText(&b, []*Table{e.Table()}, []string{spec.String()}, Resolver{}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "\n"+tc.entry+"\n") {
+				t.Errorf("hist:\n%s\nwant the entry line\n%s", b.String(), tc.entry)
+			}
+		})
+	}
+}
+
+// TestPlanExpressionErrors checks the errors that need the event's format.
+func TestPlanExpressionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		event, hist, msg string
+		off, end         int
+	}{
+		{"sched:sched_switch", "keys=prev_comm+1", "string type can not be an operand in expression", 5, 14},
+		{"sched:sched_switch", "keys=prev_pid:vals=comm*2", "string type can not be an operand in expression", 19, 23},
+		{"sched:sched_switch", "keys=prev_pid:vals=nosuch-1", `unknown field "nosuch" in sched:sched_switch`, 19, 25},
+		{"sched:sched_switch", "keys=common_flags-1", `field "common_flags" is not available to BPF programs (only common_pid of the common header is)`, 5, 17},
+	} {
+		spec, err := parse.ParseHist("hist", tc.hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = NewPlan(spec, testutil.Format(t, tc.event))
+		pe, ok := err.(*parse.Error)
+		if !ok || pe.Msg != tc.msg || pe.Off != tc.off || pe.End != tc.end {
+			t.Errorf("NewPlan(%q) = %v, want %q at %d:%d", tc.hist, err, tc.msg, tc.off, tc.end)
+		}
+	}
+}
+
+// TestBuildClock checks that a live hist's common_timestamp is in a clock
+// BPF reads, and that other clocks are refused at clock=.
+func TestBuildClock(t *testing.T) {
+	f := testutil.Format(t, "raw_syscalls:sys_exit")
+	for clock, want := range map[string]string{"": "mono", "mono": "mono", "boot": "boot", "tai": "tai"} {
+		src := "keys=common_timestamp"
+		if clock != "" {
+			src += ":clock=" + clock
+		}
+		spec, err := parse.ParseHist("hist", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Build(spec, f, LiveOptions{})
+		if err != nil {
+			t.Fatalf("Build(%q) = %v", src, err)
+		}
+		if got := c.Layout.Clock.String(); got != want {
+			t.Errorf("Build(%q) clock %s, want %s", src, got, want)
+		}
+	}
+	spec, err := parse.ParseHist("hist", "keys=id:vals=common_timestamp:clock=global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(spec, f, LiveOptions{})
+	if pe, ok := err.(*parse.Error); !ok || pe.Msg != `clock "global" cannot be read from BPF` || spec.Src[pe.Off:pe.End] != "clock=global" {
+		t.Errorf("Build(clock=global) = %v", err)
+	}
+}
