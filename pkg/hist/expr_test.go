@@ -1,6 +1,8 @@
 package hist
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -102,5 +104,33 @@ func TestBuildClock(t *testing.T) {
 	_, err = Build(spec, f, LiveOptions{})
 	if pe, ok := err.(*parse.Error); !ok || pe.Msg != `clock "global" cannot be read from BPF` || spec.Src[pe.Off:pe.End] != "clock=global" {
 		t.Errorf("Build(clock=global) = %v", err)
+	}
+}
+
+// TestRunFileTimestamp checks that common_timestamp over a file is the
+// records' time stamp, in the file's clock, which the hist must name.
+func TestRunFileTimestamp(t *testing.T) {
+	f := writeFile(t, 1, []fileRec{{cpu: 0, ts: 1000, data: sysEnter(t, 1, 1)}, {cpu: 0, ts: 2600, data: sysEnter(t, 1, 1)}})
+	run := func(hist string) (*Table, error) {
+		spec, err := parse.ParseHist("hist", hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return RunFile(context.Background(), spec, f, "sys_enter", FileOptions{})
+	}
+	if _, err := run("keys=common_timestamp"); err == nil || err.Error() != "common_timestamp: the trace.dat file was recorded with clock local: add :clock=local to the hist" {
+		t.Errorf("RunFile without clock= = %v", err)
+	}
+	_, err := run("keys=id:vals=common_timestamp:clock=mono")
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Msg != "the trace.dat file was recorded with clock local" || pe.Src[pe.Off:pe.End] != "clock=mono" {
+		t.Errorf("RunFile with another clock = %v", err)
+	}
+	tbl, err := run("keys=id:vals=common_timestamp.usecs,common_timestamp-1000:clock=local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tbl.Entries) != 1 || tbl.Entries[0].Vals[0] != 1+3 || tbl.Entries[0].Vals[1] != 0+1600 {
+		t.Errorf("entries %+v, want one with sums 4 and 1600", tbl.Entries)
 	}
 }
