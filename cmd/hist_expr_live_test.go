@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -87,5 +88,23 @@ func TestPrivilegedHistTimestamp(t *testing.T) {
 		if want := ":clock=" + clock + " if "; !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(out) {
 			t.Errorf("%s: trigger info lacks %q:\n%s", clock, want, out)
 		}
+	}
+}
+
+// TestPrivilegedHistStringPointerKey counts a helper's openat calls by
+// their filename, a char * to user memory: the key is the string, not the
+// pointer (each call passes a new copy of the name), so exactly two
+// entries, n and 2n.
+func TestPrivilegedHistStringPointerKey(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 40
+	filter := fmt.Sprintf("flags == %d && comm == %q", openFlags, commOf(t))
+	out, errOut, code := run(t, append([]string{"hist", "-e", "syscalls:sys_enter_openat", "-k", "filename", "-f", filter}, workload(t, fmt.Sprintf("open %d", n))...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	want := fmt.Sprintf("{ filename: %-50s } hitcount: %10d\n{ filename: %-50s } hitcount: %10d\n", "/dev/null", n, "/", 2*n)
+	if !strings.Contains(out, "#\n\n"+want+"\nTotals:\n") {
+		t.Errorf("want the entries\n%s\nin\n%s", want, out)
 	}
 }

@@ -42,6 +42,10 @@ type KeySlot struct {
 	Off     int    // offset in the key
 	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
 	Expr    *Expr  // SrcExpr
+	// User: the field is a char * to user memory (a syscall's), read
+	// with bpf_probe_read_user_str; other char * fields point to kernel
+	// memory.
+	User bool
 }
 
 // ValSlot is one summed value; the hit count is always the value's first
@@ -345,6 +349,23 @@ func emitKey(b *Builder, k *KeySlot, tmp int16) error {
 	case SrcField:
 		f := k.Field
 		switch {
+		case f.Class == parse.ClassStringPtr && k.Size > 8:
+			// The string the pointer points to, as string keys are: at
+			// most Size-1 bytes and a NUL, the rest of the slot zero.
+			b.Comment("key %s (the string it points to)", f.Name)
+			zero(b, off, k.Size)
+			loadField(b, asm.R3, f)
+			fn := asm.FnProbeReadKernelStr
+			if k.User {
+				fn = asm.FnProbeReadUserStr
+			}
+			b.Emit(
+				asm.Mov.Reg(asm.R1, asm.R7),
+				asm.Add.Imm(asm.R1, int32(off)),
+				asm.Mov.Imm(asm.R2, int32(k.Size)),
+				fn.Call(),
+			)
+			return nil
 		case f.Class == parse.ClassNumeric || f.Class == parse.ClassStringPtr:
 			b.Comment("key %s", f.Name)
 			loadField(b, asm.R0, f)

@@ -134,3 +134,33 @@ func TestRunFileTimestamp(t *testing.T) {
 		t.Errorf("entries %+v, want one with sums 4 and 1600", tbl.Entries)
 	}
 }
+
+// TestStringPointerKey checks that a char * key is a string key read in
+// BPF (from user memory for a syscall's) and refused over records, which
+// do not hold the string; with a modifier it is the pointer, a number.
+func TestStringPointerKey(t *testing.T) {
+	f := testutil.Format(t, "syscalls:sys_enter_openat")
+	spec, err := parse.ParseHist("hist", "keys=filename")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(spec, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, s := p.Keys[0], p.Layout.Keys[0]; k.Kind != KeyString || s.Size != 256 || !s.User {
+		t.Errorf("key %+v, slot %+v: want a string key of 256 bytes read from user memory", k, s)
+	}
+	_, err = NewEngine(spec, f, nil)
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Msg != `"filename" is a char *: the string it points to is not in the records` || pe.Src[pe.Off:pe.End] != "filename" {
+		t.Errorf("NewEngine(keys=filename) = %v", err)
+	}
+	spec, err = parse.ParseHist("hist", "keys=filename.hex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := NewPlan(spec, f); err != nil || p.Keys[0].Kind != KeyNumber {
+		t.Errorf("NewPlan(keys=filename.hex) = %v: want a number key", err)
+	}
+}

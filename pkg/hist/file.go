@@ -281,6 +281,9 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 		case s.Src == bpfgen.SrcComm:
 			k.str = true
 			r.needComm = true
+		case s.Src == bpfgen.SrcField && s.Field.Class == parse.ClassStringPtr && s.Size > 8:
+			return nil, spec.Errorf(k.key.Spec.Off, k.key.Spec.End, "%q is a char *: the string it points to is not in the records", s.Field.Name).
+				WithHint("a live hist reads the string; over records, %s.hex counts by the pointer, as the kernel's hist does", s.Field.Name)
 		case s.Src == bpfgen.SrcField && s.Field.Class.IsString():
 			k.str = true
 			if s.Field.Class == parse.ClassString {

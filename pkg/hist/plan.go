@@ -69,8 +69,10 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
 				slot.Field = fld
-				if fld.Class.IsString() {
+				if k.Kind == KeyString {
 					slot.Size = bpfgen.StringSlotSize(fld)
+					// A syscall's char * points to the caller's memory.
+					slot.User = fld.Class == parse.ClassStringPtr && f.System == "syscalls"
 				}
 			} else {
 				slot.Src = bpfgen.SrcComm
@@ -135,6 +137,9 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 			if k.Mod != parse.ModNone {
 				return bad("invalid field modifier .%s on string field %q", k.Mod, k.Name)
 			}
+			return Key{Spec: k, Kind: KeyString}, nil
+		case fld.Class == parse.ClassStringPtr && k.Mod == parse.ModNone:
+			// The string pointed to, not the pointer (grammar §12.16).
 			return Key{Spec: k, Kind: KeyString}, nil
 		case fld.Class == parse.ClassNumeric || fld.Class == parse.ClassStringPtr:
 			if fld.Common && fld.Name != "common_pid" {
