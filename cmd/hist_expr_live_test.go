@@ -108,3 +108,42 @@ func TestPrivilegedHistStringPointerKey(t *testing.T) {
 		t.Errorf("want the entries\n%s\nin\n%s", want, out)
 	}
 }
+
+// TestPrivilegedHistFileTimestamp records exactly n getppid calls of a
+// helper with gtrace record (clock mono) and sums common_timestamp.usecs
+// over the file with gtrace hist -i: the records' time stamps, between n
+// times the time before the helper ran and n times the time after; the
+// same hist with clock=boot is refused at clock=.
+func TestPrivilegedHistFileTimestamp(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n = 200
+	file := t.TempDir() + "/trace.dat"
+	usecs := func() uint64 {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return uint64(ts.Nano()) / 1000
+	}
+	filter := fmt.Sprintf("id == 110 && ret == %d", os.Getpid())
+	before := usecs()
+	if _, errOut, code := run(t, append([]string{"record", "-q", "-e", "raw_syscalls:sys_exit", "-f", filter, "-o", file}, workload(t, fmt.Sprintf("getppid %d", n))...)...); code != 0 {
+		t.Fatalf("record: exit %d, stderr:\n%s", code, errOut)
+	}
+	after := usecs() + 1
+	out, errOut, code := run(t, "hist", "-i", file, "-e", "raw_syscalls:sys_exit", "hist:keys=id:vals=common_timestamp.usecs,common_timestamp-common_timestamp if "+filter)
+	if code != 0 {
+		t.Fatalf("hist -i: exit %d, stderr:\n%s", code, errOut)
+	}
+	m := regexp.MustCompile(`(?m)^\{ id: +110 \} hitcount: +(\d+)  common_timestamp: +(\d+)  common_timestamp-common_timestamp: +0$`).FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(n) {
+		t.Fatalf("want one entry of %d hits:\n%s", n, out)
+	}
+	if sum, _ := strconv.ParseUint(m[2], 10, 64); sum < n*before || sum > n*after {
+		t.Errorf("sum of common_timestamp.usecs = %d, want between %d and %d", sum, n*before, n*after)
+	}
+	_, errOut, code = run(t, "hist", "-i", file, "-e", "raw_syscalls:sys_exit", "hist:keys=id:vals=common_timestamp:clock=boot")
+	if code != 2 || !strings.Contains(errOut, "the trace.dat file was recorded with clock mono") {
+		t.Errorf("clock=boot over a mono file: exit %d, stderr:\n%s", code, errOut)
+	}
+}
