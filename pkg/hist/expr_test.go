@@ -3,6 +3,7 @@ package hist
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,5 +163,29 @@ func TestStringPointerKey(t *testing.T) {
 	}
 	if p, err := NewPlan(spec, f); err != nil || p.Keys[0].Kind != KeyNumber {
 		t.Errorf("NewPlan(keys=filename.hex) = %v: want a number key", err)
+	}
+}
+
+// TestSortSignedValue checks that a signed sum sorts as it prints.
+func TestSortSignedValue(t *testing.T) {
+	spec, err := parse.ParseHist("hist", "keys=id:vals=ret*2:sort=ret*2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(t, "raw_syscalls:sys_exit"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, ret := range []int64{3, -5, 0, -1} {
+		e.Add(sysExit(t, 1, int64(id), ret), 0, "sh")
+	}
+	tbl := e.Table()
+	tbl.Sort()
+	var got []int64
+	for _, en := range tbl.Entries {
+		got = append(got, int64(en.Vals[0]))
+	}
+	if want := []int64{-10, -2, 0, 6}; !slices.Equal(got, want) {
+		t.Errorf("sorted sums %v, want %v", got, want)
 	}
 }
