@@ -96,6 +96,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the same keys for every event, a filter for one of them
   gtrace hist -k common_pid.execname -e sched:sched_wakeup -e raw_syscalls:sys_enter -f 'id == 0'
 
+  # expressions and common_timestamp: writes per second, and bytes in KiB
+  gtrace hist -e syscalls:sys_enter_write -k common_timestamp/1000000000 --vals count/1024
+
   # a log2 histogram of write sizes of one command, as JSON
   gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero of=/dev/null bs=1k count=100
 

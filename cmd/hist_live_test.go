@@ -80,6 +80,9 @@ func TestPrivilegedHistWritesMatchInterpreter(t *testing.T) {
 		{"dropped", []string{"-k", "count", "--size", "128", "-s", "count.descending", "-f", "fd == 100"}},
 		{"two-sort", []string{"-k", "count.log2,fd", "--vals", "count", "-s", "fd,count.descending", "-f", "fd == 100 && count >= 3"}},
 		{"raw", []string{"hist:keys=count.buckets=100:vals=count:sort=count.descending:size=128 if fd == 100 && count <= 200"}},
+		{"expr", []string{"-k", "count/7,fd-count", "--vals", "count*3-fd,count/fd", "-s", "count/7", "-f", "fd == 100"}},
+		{"unary", []string{"hist:keys=-(count-1000):vals=count/1000,fd/3*2:sort=-(count-1000):size=512 if fd == 100"}},
+		{"timestamp", []string{"-k", "common_timestamp/1000000000000000", "--vals", "common_timestamp.usecs-common_timestamp.usecs", "-f", "fd == 100"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,10 @@ import (
 // the controlled workloads below and exit, instead of running tests.
 const workloadEnv = "GTRACE_TEST_WORKLOAD"
 
+// openFlags are the flags of the open workload's calls, which nothing
+// else in the test binary uses.
+const openFlags = syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
 // argsEnv holds the arguments of the "main" workload as a JSON array,
 // for arguments with blanks.
 const argsEnv = "GTRACE_TEST_ARGS"
@@ -181,6 +185,20 @@ func runWorkload(w string) int {
 		}
 		for i := 0; i < n; i++ {
 			syscall.Nanosleep(&syscall.Timespec{Nsec: 1000}, nil)
+		}
+	case "open":
+		// open N: open /dev/null N times and / 2N times, with the flags
+		// openFlags, each time from a new copy of the name.
+		for i := 0; i < 3*n; i++ {
+			name := "/"
+			if i < n {
+				name = "/dev/null"
+			}
+			fd, err := syscall.Open(name, openFlags, 0)
+			if err != nil {
+				return 94
+			}
+			syscall.Close(fd)
 		}
 	case "exit":
 		return n

@@ -20,6 +20,9 @@ const (
 	SrcComm                 // the current task's name (comm), 16 bytes
 	SrcStack                // the kernel stack's id in the stack map (hist_stack.go)
 	SrcUStack               // the user stack's id in the stack map, the tgid in the high half
+	SrcTime                 // the time, common_timestamp (HistLayout.Clock)
+	SrcConst                // a constant (Expr.Const)
+	SrcExpr                 // computed by KeySlot.Expr
 )
 
 // KeyOp transforms a numeric key before it is stored.
@@ -41,13 +44,19 @@ type KeySlot struct {
 	Off     int    // offset in the key
 	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
 	Skip    int    // SrcStack: the innermost frames to leave out (StackSkip)
+	Expr    *Expr  // SrcExpr
+	// User: the field is a char * to user memory (a syscall's), read
+	// with bpf_probe_read_user_str; other char * fields point to kernel
+	// memory.
+	User bool
 }
 
 // ValSlot is one summed value; the hit count is always the value's first
 // u64 and is not a slot.
 type ValSlot struct {
-	Field *parse.Field
-	Off   int // offset in the map value (>= 8)
+	Field *parse.Field // the field summed, when Expr is nil
+	Expr  *Expr        // the number summed, when not nil
+	Off   int          // offset in the map value (>= 8)
 }
 
 // HistLayout is how a hist lays out its entries in the BPF hash map: the
@@ -58,9 +67,10 @@ type HistLayout struct {
 	Keys       []KeySlot
 	KeySize    int
 	Vals       []ValSlot
-	ValueSize  int // hitcount + sums (+ comm)
-	CommOff    int // >= 0: save the task name here when an entry is created
-	MaxEntries int // the hist's size
+	ValueSize  int   // hitcount + sums (+ comm)
+	CommOff    int   // >= 0: save the task name here when an entry is created
+	MaxEntries int   // the hist's size
+	Clock      Clock // the clock of SrcTime operands
 }
 
 // HistSpec describes a hist program for one event.
@@ -90,7 +100,7 @@ func HistTracepoint(s *HistSpec) string {
 }
 
 func histDirect(s *HistSpec) *Direct {
-	if s.Direct == nil || s.HasStack() || s.Event == nil || s.KeySize+s.ValueSize > maxStack-directRecordMax {
+	if s.Direct == nil || s.HasStack() || s.Event == nil || s.stackSize() > maxStack-directRecordMax {
 		return nil
 	}
 	return NewDirect(s.Event, s.Direct)
@@ -181,7 +191,18 @@ func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
 	}
 }
 
-func (a *HistAction) stack() int { return a.Layout.KeySize + a.Layout.ValueSize }
+func (a *HistAction) stack() int { return a.Layout.stackSize() }
+
+// stackSize is the stack a hist's action needs: the key, the value and
+// the temporaries of its expressions.
+func (l *HistLayout) stackSize() int {
+	n := l.KeySize + l.ValueSize
+	if l.usesExpr() {
+		n += exprTime + 8
+	}
+	return n
+}
+
 func (a *HistAction) maps() []*ebpf.MapSpec {
 	if a.stacks != nil {
 		return []*ebpf.MapSpec{a.hist, a.drops, a.stacks}
@@ -196,13 +217,18 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
 		return fmt.Errorf("hist layout: key size %d and value size %d must be non-zero multiples of 8", s.KeySize, s.ValueSize)
 	}
-	if s.KeySize+s.ValueSize > maxStack {
+	if a.stack() > maxStack {
 		return fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
 	}
 	valOff := f.Area.Off
 	keyOff := valOff + int16(s.ValueSize)
+	tmpOff := keyOff + int16(s.KeySize) // expression temporaries
 	out := f.Next
 
+	if s.usesTime() {
+		b.Comment("the event's time, common_timestamp (%s)", s.Clock)
+		b.Emit(s.Clock.helper().Call(), asm.StoreMem(asm.R10, tmpOff+exprTime, asm.R0, asm.DWord))
+	}
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
@@ -212,7 +238,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 			emitStackKey(b, &s.Keys[i], dropped)
 			continue
 		}
-		if err := emitKey(b, &s.Keys[i]); err != nil {
+		if err := emitKey(b, &s.Keys[i], tmpOff); err != nil {
 			return err
 		}
 	}
@@ -235,8 +261,9 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, 0),
 	)
 	for _, v := range s.Vals {
-		b.Comment("%s += %s", "sum", v.Field.Name)
-		loadField(b, asm.R1, v.Field)
+		if err := emitVal(b, v, tmpOff); err != nil {
+			return err
+		}
 		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(v.Off)))
 	}
 	b.Emit(asm.Ja.Label(out))
@@ -246,7 +273,9 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Comment("new entry")
 	b.Emit(storeImm64(asm.R10, valOff, 1))
 	for _, v := range s.Vals {
-		loadField(b, asm.R1, v.Field)
+		if err := emitVal(b, v, tmpOff); err != nil {
+			return err
+		}
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
 	}
 	if s.CommOff >= 0 {
@@ -290,10 +319,31 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	return nil
 }
 
-// emitKey stores one key at R7+slot.Off. Clobbers R0-R5.
-func emitKey(b *Builder, k *KeySlot) error {
+// emitVal leaves the number a value slot sums in R1. Clobbers R0-R5.
+func emitVal(b *Builder, v ValSlot, tmp int16) error {
+	if v.Expr == nil {
+		b.Comment("sum += %s", v.Field.Name)
+		loadField(b, asm.R1, v.Field)
+		return nil
+	}
+	b.Comment("sum += expression")
+	if err := emitExpr(b, v.Expr, tmp); err != nil {
+		return err
+	}
+	b.Emit(asm.Mov.Reg(asm.R1, asm.R0))
+	return nil
+}
+
+// emitKey stores one key at R7+slot.Off, an expression's computed with
+// the temporaries at fp+tmp. Clobbers R0-R5.
+func emitKey(b *Builder, k *KeySlot, tmp int16) error {
 	off := int16(k.Off)
 	switch k.Src {
+	case SrcExpr:
+		b.Comment("key expression")
+		if err := emitExpr(b, k.Expr, tmp); err != nil {
+			return err
+		}
 	case SrcPID:
 		b.Comment("key common_pid")
 		// The kernel's common_pid is an int: sign extend the tid.
@@ -314,6 +364,23 @@ func emitKey(b *Builder, k *KeySlot) error {
 	case SrcField:
 		f := k.Field
 		switch {
+		case f.Class == parse.ClassStringPtr && k.Size > 8:
+			// The string the pointer points to, as string keys are: at
+			// most Size-1 bytes and a NUL, the rest of the slot zero.
+			b.Comment("key %s (the string it points to)", f.Name)
+			zero(b, off, k.Size)
+			loadField(b, asm.R3, f)
+			fn := asm.FnProbeReadKernelStr
+			if k.User {
+				fn = asm.FnProbeReadUserStr
+			}
+			b.Emit(
+				asm.Mov.Reg(asm.R1, asm.R7),
+				asm.Add.Imm(asm.R1, int32(off)),
+				asm.Mov.Imm(asm.R2, int32(k.Size)),
+				fn.Call(),
+			)
+			return nil
 		case f.Class == parse.ClassNumeric || f.Class == parse.ClassStringPtr:
 			b.Comment("key %s", f.Name)
 			loadField(b, asm.R0, f)

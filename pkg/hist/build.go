@@ -27,6 +27,14 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 	if err != nil {
 		return nil, err
 	}
+	if spec.Timestamp() {
+		c, err := bpfgen.ParseClock(spec.EffectiveClock())
+		if err != nil {
+			return nil, spec.Errorf(spec.ClockOff, spec.ClockEnd, "clock %q cannot be read from BPF", spec.Clock).
+				WithHint("a live hist's common_timestamp is in mono, boot or tai")
+		}
+		p.Layout.Clock = c
+	}
 	if spec.Filter != nil {
 		bf, err := parse.BindFilter("hist", spec.Src, spec.Filter, f)
 		if err != nil {

@@ -83,7 +83,7 @@ func writeCSVTable(cw *csv.Writer, t *Table, r Resolver) {
 			if cols[j].spec.Mod == parse.ModPercent {
 				row = append(row, percentText(v, stats[j].total))
 			} else {
-				row = append(row, strconv.FormatUint(v, 10))
+				row = append(row, cellText(cols[j].cell(e)))
 			}
 		}
 		_ = cw.Write(row)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestWriteCSVGolden(t *testing.T) {
-	for _, c := range goldenCases() {
+	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
 			if err := WriteCSV(&b, c.tables, c.trigger, c.r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sort"
@@ -103,6 +104,9 @@ func FileFormat(f *tracedat.File, name string) (*parse.Format, error) {
 // them), as one CPU would have seen them. A parallel pass that finds the
 // table full stops and the records are read again in that order.
 //
+// common_timestamp is the records' time stamp, in the file's clock, which
+// a hist that uses it must name (clock=, mono by default).
+//
 // Table.Lost is the number of events, of any event type, that the ring
 // buffer lost while the file was recorded, as far as the file says.
 //
@@ -124,6 +128,13 @@ func RunFile(ctx context.Context, spec *parse.HistSpec, f *tracedat.File, event 
 	fm, err := FileFormat(f, event)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Timestamp() && spec.EffectiveClock() != f.Clock {
+		if spec.Clock == "" {
+			return nil, fmt.Errorf("common_timestamp: the trace.dat file was recorded with clock %s: add :clock=%s to the hist", f.Clock, f.Clock)
+		}
+		return nil, spec.Errorf(spec.ClockOff, spec.ClockEnd, "the trace.dat file was recorded with clock %s", f.Clock).
+			WithHint("common_timestamp over a file is in the file's clock: use clock=%s", f.Clock)
 	}
 	r, err := newFileRun(spec, fm, f.Cmdlines, ksym.TextFuncRange(f.Kallsyms))
 	if err != nil {
@@ -193,9 +204,14 @@ func (r *fileRun) engine() *Engine {
 // entries of .execname keys, which keep the comm of the event that
 // created them. Records of another event (by common_type) are not counted.
 // A new key that finds the table full is counted in Table.Dropped.
-func (e *Engine) Add(rec []byte, cpu int, comm string) {
+// common_timestamp is 0: use AddAt for hists that use it.
+func (e *Engine) Add(rec []byte, cpu int, comm string) { e.AddAt(rec, cpu, comm, 0) }
+
+// AddAt counts one event as Add does, ts its time stamp in nanoseconds,
+// the common_timestamp of keys and values.
+func (e *Engine) AddAt(rec []byte, cpu int, comm string, ts uint64) {
 	if e.r.isEvent(rec) {
-		e.w.count(rec, cpu, recordPID(rec), comm)
+		e.w.count(rec, cpu, recordPID(rec), comm, ts)
 	}
 }
 
@@ -213,7 +229,7 @@ type fileRun struct {
 	id       uint16
 	filter   *parse.BoundFilter
 	keys     []fileKey
-	vals     []*parse.Field
+	vals     []fileVal
 	keySize  int
 	needComm bool // the comm of each record is looked up
 	saveComm bool // .execname: entries keep the comm they were created with
@@ -221,8 +237,16 @@ type fileRun struct {
 	pids     map[int32]bool // count only records of these common_pids; nil: all
 }
 
+// fileVal is one summed value: a field, or an expression when expr is
+// not nil.
+type fileVal struct {
+	field *parse.Field
+	expr  *bpfgen.Expr
+}
+
 // fileKey is one key slot of the BPF layout and how to fill it.
 type fileKey struct {
+	expr  *bpfgen.Expr // common_timestamp or an expression
 	src   bpfgen.KeySrc
 	field *parse.Field
 	key   *Key
@@ -257,11 +281,14 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	l := p.Layout
 	r.keySize = l.KeySize
 	for i, s := range l.Keys {
-		k := fileKey{src: s.Src, field: s.Field, key: &p.Keys[i], off: s.Off, size: s.Size, max: s.Size - 1}
+		k := fileKey{expr: s.Expr, src: s.Src, field: s.Field, key: &p.Keys[i], off: s.Off, size: s.Size, max: s.Size - 1}
 		switch {
 		case s.Src == bpfgen.SrcComm:
 			k.str = true
 			r.needComm = true
+		case s.Src == bpfgen.SrcField && s.Field.Class == parse.ClassStringPtr && s.Size > 8:
+			return nil, spec.Errorf(k.key.Spec.Off, k.key.Spec.End, "%q is a char *: the string it points to is not in the records", s.Field.Name).
+				WithHint("a live hist reads the string; over records, %s.hex counts by the pointer, as the kernel's hist does", s.Field.Name)
 		case s.Src == bpfgen.SrcField && s.Field.Class.IsString():
 			k.str = true
 			if s.Field.Class == parse.ClassString {
@@ -271,7 +298,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 		r.keys = append(r.keys, k)
 	}
 	for _, v := range l.Vals {
-		r.vals = append(r.vals, v.Field)
+		r.vals = append(r.vals, fileVal{field: v.Field, expr: v.Expr})
 	}
 	if l.CommOff >= 0 {
 		r.needComm, r.saveComm = true, true
@@ -431,7 +458,7 @@ func (w *fileWorker) add(rec *tracedat.Record) bool {
 	if w.r.needComm {
 		comm = w.commOf(pid)
 	}
-	return w.count(d, rec.CPU, pid, comm)
+	return w.count(d, rec.CPU, pid, comm, rec.TS)
 }
 
 // isEvent reports whether d is a record of the run's event.
@@ -447,10 +474,10 @@ func recordPID(d []byte) int32 {
 	return int32(binary.LittleEndian.Uint32(d[4:]))
 }
 
-// count counts record d of the event, recorded on cpu by task pid named
-// comm, if it passes the filter. It returns false if its key was new and
+// count counts record d of the event, recorded on cpu at time ts by task
+// pid named comm, if it passes the filter. It returns false if its key was new and
 // the table full.
-func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string) bool {
+func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64) bool {
 	r := w.r
 	if r.filter != nil && !eval.Match(r.filter, d, eval.Context{PID: -1, CPU: cpu, Comm: comm}) {
 		return true
@@ -469,6 +496,8 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string) bool {
 				copy(slot[:k.max], k.field.Bytes(d))
 			}
 			continue
+		case k.expr != nil:
+			v = evalExpr(k.expr, d, cpu, pid, ts)
 		case k.src == bpfgen.SrcPID:
 			v = uint64(int64(pid))
 		case k.src == bpfgen.SrcCPU:
@@ -492,8 +521,12 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string) bool {
 		w.elts = append(w.elts, e)
 	}
 	sums[0]++
-	for i, f := range r.vals {
-		sums[1+i] += f.Value(d)
+	for i, v := range r.vals {
+		if v.expr != nil {
+			sums[1+i] += evalExpr(v.expr, d, cpu, pid, ts)
+		} else {
+			sums[1+i] += v.field.Value(d)
+		}
 	}
 	return true
 }
@@ -534,4 +567,45 @@ func log2Bucket(v uint64) uint64 {
 		return 0
 	}
 	return uint64(bits.Len64(v - 1))
+}
+
+// evalExpr computes e for record d, recorded on cpu at time ts (ns) by
+// task pid, as the BPF program computes it: u64 arithmetic, '/' exact
+// (as int64 when signed), a division by zero -1.
+func evalExpr(e *bpfgen.Expr, d []byte, cpu int, pid int32, ts uint64) uint64 {
+	switch e.Op {
+	case 0:
+		switch e.Src {
+		case bpfgen.SrcField:
+			return e.Field.Value(d)
+		case bpfgen.SrcPID:
+			return uint64(int64(pid))
+		case bpfgen.SrcCPU:
+			return uint64(cpu)
+		case bpfgen.SrcTime:
+			if e.Usecs {
+				return (ts + 500) / 1000
+			}
+			return ts
+		}
+		return e.Const
+	case 'n':
+		return -evalExpr(e.L, d, cpu, pid, ts)
+	}
+	a, b := evalExpr(e.L, d, cpu, pid, ts), evalExpr(e.R, d, cpu, pid, ts)
+	switch e.Op {
+	case '+':
+		return a + b
+	case '-':
+		return a - b
+	case '*':
+		return a * b
+	}
+	switch {
+	case b == 0:
+		return math.MaxUint64
+	case e.Signed:
+		return uint64(int64(a) / int64(b))
+	}
+	return a / b
 }

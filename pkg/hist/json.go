@@ -52,7 +52,7 @@ func (k jsonKeys) MarshalJSON() ([]byte, error) {
 type jsonValue struct {
 	Name     string `json:"name"`
 	Modifier string `json:"modifier"`
-	Value    uint64 `json:"value"`
+	Value    any    `json:"value"` // uint64, or int64 for a signed value
 }
 
 type jsonTotals struct {
@@ -120,7 +120,7 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 		}
 		for j := range cols {
 			c := &cols[j]
-			je.Values[j] = jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: c.value(e)}
+			je.Values[j] = jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: c.cell(e)}
 		}
 		jt.Entries[i] = je
 	}
@@ -140,8 +140,8 @@ func keyRaw(k *Key, v *KeyValue) any {
 	return v.Num
 }
 
-// signedKey reports whether key k's numbers are signed: a signed field
-// not transformed by .log2 or .buckets=N.
+// signedKey reports whether key k's numbers are signed: a signed field or
+// expression not transformed by .log2 or .buckets=N.
 func signedKey(k *Key) bool {
 	return k.Kind == KeyNumber && k.Signed && k.Spec.Mod != parse.ModLog2 && k.Spec.Mod != parse.ModBuckets
 }

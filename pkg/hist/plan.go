@@ -32,6 +32,14 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 			p.HitcountMod = v.Mod
 			continue
 		}
+		if computed(v) {
+			e, err := resolveExpr(spec, f, v)
+			if err != nil {
+				return nil, err
+			}
+			p.Vals = append(p.Vals, Val{Spec: v, Signed: e.Signed, Expr: e})
+			continue
+		}
 		fld := f.Field(v.Name)
 		if fld == nil {
 			return nil, unknownField(spec, f, v)
@@ -39,7 +47,7 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 		if fld.Class != parse.ClassNumeric || fld.Common {
 			return nil, spec.Errorf(v.Off, v.End, "field %q (%s) cannot be a value: values must be numeric fields of the event", v.Name, fldClass(fld))
 		}
-		p.Vals = append(p.Vals, Val{Spec: v})
+		p.Vals = append(p.Vals, Val{Spec: v, Signed: fld.Signed})
 	}
 	p.Layout = layout(p, f)
 	return p, nil
@@ -66,13 +74,18 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
 				slot.Field = fld
-				if fld.Class.IsString() {
+				if k.Kind == KeyString {
 					slot.Size = bpfgen.StringSlotSize(fld)
+					// A syscall's char * points to the caller's memory.
+					slot.User = fld.Class == parse.ClassStringPtr && f.System == "syscalls"
 				}
 			} else {
 				slot.Src = bpfgen.SrcComm
 				slot.Size = bpfgen.CommLen
 			}
+		}
+		if k.Expr != nil {
+			slot = bpfgen.KeySlot{Off: off, Size: 8, Src: bpfgen.SrcExpr, Expr: k.Expr}
 		}
 		switch k.Spec.Mod {
 		case parse.ModLog2:
@@ -89,6 +102,11 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 	l.KeySize = off
 	voff := 8
 	for _, v := range p.Vals {
+		if v.Expr != nil {
+			l.Vals = append(l.Vals, bpfgen.ValSlot{Expr: v.Expr, Off: voff})
+			voff += 8
+			continue
+		}
 		l.Vals = append(l.Vals, bpfgen.ValSlot{Field: f.Field(v.Spec.Name), Off: voff})
 		voff += 8
 	}
@@ -114,12 +132,22 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 	if k.Mod == parse.ModStacktrace {
 		return Key{}, notStack(spec, f, k)
 	}
+	if computed(k) {
+		e, err := resolveExpr(spec, f, k)
+		if err != nil {
+			return Key{}, err
+		}
+		return Key{Spec: k, Kind: KeyNumber, Signed: e.Signed, Expr: e}, nil
+	}
 	if fld := f.Field(k.Name); fld != nil {
 		switch {
 		case fld.Class.IsString():
 			if k.Mod != parse.ModNone {
 				return bad("invalid field modifier .%s on string field %q", k.Mod, k.Name)
 			}
+			return Key{Spec: k, Kind: KeyString}, nil
+		case fld.Class == parse.ClassStringPtr && k.Mod == parse.ModNone:
+			// The string pointed to, not the pointer (grammar §12.16).
 			return Key{Spec: k, Kind: KeyString}, nil
 		case fld.Class == parse.ClassNumeric || fld.Class == parse.ClassStringPtr:
 			if fld.Common && fld.Name != "common_pid" {
@@ -168,6 +196,64 @@ func notStack(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 		WithHint("the kernel stack of the event is the key common_stacktrace")
 }
 
+// computed reports whether a key or value is computed rather than read:
+// common_timestamp or an expression.
+func computed(h parse.HistField) bool {
+	return h.Op != 0 || h.Name == "common_timestamp"
+}
+
+// resolveExpr resolves common_timestamp or an expression against the
+// event's format: the operands are numeric fields of the event,
+// common_pid, common_cpu, common_timestamp and constants. An operator
+// is signed when an operand is.
+func resolveExpr(spec *parse.HistSpec, f *parse.Format, h parse.HistField) (*bpfgen.Expr, error) {
+	switch {
+	case h.Op != 0:
+		e := &bpfgen.Expr{Op: h.Op}
+		l, err := resolveExpr(spec, f, h.Operands[0])
+		if err != nil {
+			return nil, err
+		}
+		e.L, e.Signed = l, l.Signed
+		if len(h.Operands) > 1 {
+			r, err := resolveExpr(spec, f, h.Operands[1])
+			if err != nil {
+				return nil, err
+			}
+			e.R, e.Signed = r, e.Signed || r.Signed
+		}
+		return e, nil
+	case h.Const:
+		return &bpfgen.Expr{Src: bpfgen.SrcConst, Const: h.Value}, nil
+	case h.Name == "common_timestamp":
+		return &bpfgen.Expr{Src: bpfgen.SrcTime, Usecs: h.Mod == parse.ModUsecs}, nil
+	}
+	if fld := f.Field(h.Name); fld != nil {
+		switch {
+		case fld.Class.IsString():
+			return nil, spec.Errorf(h.Off, h.End, "string type can not be an operand in expression").
+				WithHint("%q is a string field", h.Name)
+		case fld.Class != parse.ClassNumeric:
+			return nil, spec.Errorf(h.Off, h.End, "field %q (%s) cannot be an operand in an expression", h.Name, fldClass(fld))
+		case fld.Name == "common_pid":
+			return &bpfgen.Expr{Src: bpfgen.SrcPID, Signed: true}, nil
+		case fld.Common:
+			return nil, spec.Errorf(h.Off, h.End, "field %q is not available to BPF programs (only common_pid of the common header is)", h.Name)
+		}
+		return &bpfgen.Expr{Src: bpfgen.SrcField, Field: fld, Signed: fld.Signed}, nil
+	}
+	switch h.Name {
+	case "common_cpu":
+		return &bpfgen.Expr{Src: bpfgen.SrcCPU}, nil
+	case "comm", "COMM", "common_comm":
+		return nil, spec.Errorf(h.Off, h.End, "string type can not be an operand in expression").
+			WithHint("%q is the task's name", h.Name)
+	}
+	return nil, unknownField(spec, f, h)
+}
+
+// unknownField is the error of a key or value that names no field of
+// the event, with a hint of the closest name.
 func unknownField(spec *parse.HistSpec, f *parse.Format, k parse.HistField) error {
 	name := spec.WrittenName(k)
 	e := spec.Errorf(k.Off, k.Off+len(name), "unknown field %q in %s", name, f.FullName())

@@ -17,8 +17,10 @@ type sortField struct {
 
 // Sort orders the entries as the kernel does before printing them: by the
 // spec's sort keys (hitcount ascending when there are none), the second
-// key ordering runs that are equal on the first. Values and the hitcount
-// compare as u64; keys by their type: signed fields signed, strings
+// key ordering runs that are equal on the first. The hitcount and values
+// compare as u64, but for the sums of signed fields and expressions, which
+// compare signed as they print (the kernel compares every sum as u64);
+// keys by their type: signed fields and expressions signed, strings
 // bytewise, .log2 and .buckets keys by bucket, .execname, .syscall and .sym
 // keys by the number. Where the kernel leaves ties in no particular order,
 // Sort breaks them by the full key tuple (ascending), so the output is the
@@ -48,6 +50,8 @@ func (p *Plan) compareEntries(fields []sortField, a, b *Entry) int {
 		switch {
 		case f.key >= 0:
 			c = compareKey(&p.Keys[f.key], &a.Keys[f.key], &b.Keys[f.key])
+		case f.val >= 0 && p.Vals[f.val].Signed:
+			c = cmp.Compare(int64(a.Vals[f.val]), int64(b.Vals[f.val]))
 		case f.val >= 0:
 			c = cmp.Compare(a.Vals[f.val], b.Vals[f.val])
 		default:

@@ -19,14 +19,17 @@ const (
 type Key struct {
 	Spec   parse.HistField // as parsed: name, modifier, buckets
 	Kind   KeyKind
-	Signed bool // the source field is signed (numbers are still printed as the kernel does)
-	User   bool // KeyStack: the user stack (ustacktrace), not the kernel's
+	Signed bool         // the source field or expression is signed: its numbers print signed
+	User   bool         // KeyStack: the user stack (ustacktrace), not the kernel's
+	Expr   *bpfgen.Expr // common_timestamp or an expression: how the number is computed
 }
 
 // Val is one resolved explicit value (hitcount is implicit and always
 // counted; see Plan.HitcountMod).
 type Val struct {
-	Spec parse.HistField
+	Spec   parse.HistField
+	Signed bool         // the field or expression is signed: its sums print signed
+	Expr   *bpfgen.Expr // common_timestamp or an expression: how the number is computed
 }
 
 // Plan is a hist spec resolved against an event's format.

@@ -85,7 +85,11 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 			footer = append(footer, strconv.FormatUint(stats[i].total, 16))
 			align = append(align, tw.AlignRight)
 		default:
-			footer = append(footer, strconv.FormatUint(stats[i].total, 10))
+			if cols[i].signed {
+				footer = append(footer, strconv.FormatInt(int64(stats[i].total), 10))
+			} else {
+				footer = append(footer, strconv.FormatUint(stats[i].total, 10))
+			}
 			align = append(align, tw.AlignRight)
 		}
 	}
@@ -126,7 +130,7 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 			case parse.ModHex:
 				row = append(row, strconv.FormatUint(v, 16))
 			default:
-				row = append(row, strconv.FormatUint(v, 10))
+				row = append(row, cellText(cols[j].cell(e)))
 			}
 		}
 		if err := tbl.Append(row); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestWriteTableGolden(t *testing.T) {
-	for _, c := range goldenCases() {
+	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
 			if err := WriteTable(&b, c.tables, c.trigger, c.r); err != nil {

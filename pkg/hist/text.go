@@ -132,9 +132,13 @@ func appendEntryText(b []byte, p *Plan, e *Entry, cols []column, stats []colStat
 		case parse.ModHex:
 			b = append(b, ": "...)
 			b = appendNum(b, v, 16, 10)
-		default:
+		case parse.ModNone, parse.ModUsecs:
 			b = append(b, ": "...)
-			b = appendNum(b, v, 10, 10)
+			if c.signed {
+				b = appendInt(b, int64(v), 10)
+			} else {
+				b = appendNum(b, v, 10, 10)
+			}
 		}
 	}
 	return append(b, '\n')
@@ -179,7 +183,20 @@ func appendKeyText(b []byte, k *Key, v *KeyValue, comm string, r Resolver) []byt
 		b = append(b, '-')
 		return appendNum(b, v.Num+k.Spec.Buckets-1, 10, 0) // ~ %llu-%llu
 	}
+	if signedKey(k) {
+		return appendInt(b, int64(v.Num), 10) // %10lld, where the kernel prints %10llu
+	}
 	return appendNum(b, v.Num, 10, 10) // %10llu
+}
+
+// appendInt appends v in decimal, right-aligned in width bytes (%<width>lld).
+func appendInt(b []byte, v int64, width int) []byte {
+	var d [20]byte
+	s := strconv.AppendInt(d[:0], v, 10)
+	for n := len(s); n < width; n++ {
+		b = append(b, ' ')
+	}
+	return append(b, s...)
 }
 
 // appendNum appends v in base 10 or 16, right-aligned in width bytes
@@ -257,8 +274,9 @@ func appendBar(b []byte, v, max uint64) []byte {
 
 // column is one value printed after the raw hitcount.
 type column struct {
-	spec parse.HistField
-	val  int // index in Entry.Vals, or -1 for the hitcount
+	spec   parse.HistField
+	val    int  // index in Entry.Vals, or -1 for the hitcount
+	signed bool // the sums are of a signed field or expression
 }
 
 func (c *column) value(e *Entry) uint64 {
@@ -266,6 +284,14 @@ func (c *column) value(e *Entry) uint64 {
 		return e.Hitcount
 	}
 	return e.Vals[c.val]
+}
+
+// cell is the column's value as data: int64 when signed, else uint64.
+func (c *column) cell(e *Entry) any {
+	if c.signed {
+		return int64(c.value(e))
+	}
+	return c.value(e)
 }
 
 // valueColumns lists the values printed after the raw hitcount, in the
@@ -300,7 +326,7 @@ func valueColumns(p *Plan) []column {
 }
 
 func valColumn(p *Plan, i int) column {
-	return column{spec: p.Vals[i].Spec, val: i}
+	return column{spec: p.Vals[i].Spec, val: i, signed: p.Vals[i].Signed}
 }
 
 // colStat is the total and maximum of a column over the printed entries,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
@@ -129,7 +130,28 @@ type goldenCase struct {
 	r       Resolver
 }
 
-func goldenCases() []goldenCase {
+// exprCase is a hist of signed expressions and common_timestamp, counted
+// by the file engine: keys and sums print signed, expression values under
+// their text.
+func exprCase(tb testing.TB) goldenCase {
+	spec, err := parse.ParseHist("hist", "hist:keys=ret/2,common_timestamp/1000000:vals=ret*3-id,common_timestamp.usecs:sort=ret/2,common_timestamp/1000000.descending:clock=mono")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := NewEngine(spec, testutil.Format(tb, "raw_syscalls:sys_exit"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, ev := range []struct {
+		ts      uint64
+		id, ret int64
+	}{{1_499_600, 0, -7}, {2_500_000, 1, -6}, {3_000_000, 2, 5}, {999_400, 3, -7}, {1_000_400, 4, 2}} {
+		e.AddAt(sysExit(tb, 1, ev.id, ev.ret), i%2, "sh", ev.ts)
+	}
+	return goldenCase{name: "expr", tables: []*Table{e.Table()}, trigger: []string{spec.String() + " [active]"}, r: testResolver}
+}
+
+func goldenCases(tb testing.TB) []goldenCase {
 	one := func(name, trigger string, t *Table) goldenCase {
 		return goldenCase{name: name, tables: []*Table{t}, trigger: []string{trigger}, r: testResolver}
 	}
@@ -281,6 +303,7 @@ func goldenCases() []goldenCase {
 					entry(1, "", keys(num(123456789))),
 				},
 			}),
+		exprCase(tb),
 		one("empty", "hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [paused]",
 			&Table{Plan: plan("sched:sched_switch", []Key{sgnKey("common_pid", parse.ModNone)}, none), Dropped: 5}),
 		{
@@ -322,7 +345,7 @@ func goldenCases() []goldenCase {
 }
 
 func TestWriteTextGolden(t *testing.T) {
-	for _, c := range goldenCases() {
+	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
 			if err := WriteText(&b, c.tables, c.trigger, c.r); err != nil {
@@ -440,10 +463,17 @@ func TestWriteTextKernelExamples(t *testing.T) {
 			"{ child_comm: bash" + strings.Repeat(" ", 46) + " } hitcount:          1",
 		},
 		{
-			"signed prints as u64",
+			// The kernel prints 18446744073709551614 (grammar §12.6).
+			"signed prints signed",
 			plan("syscalls:sys_exit_openat", []Key{sgnKey("ret", parse.ModNone)}, none),
 			entry(1, "", keys(neg(-2))),
-			"{ ret: 18446744073709551614 } hitcount:          1",
+			"{ ret:         -2 } hitcount:          1",
+		},
+		{
+			"signed hex prints as u64",
+			plan("syscalls:sys_exit_openat", []Key{sgnKey("ret", parse.ModHex)}, none),
+			entry(1, "", keys(neg(-2))),
+			"{ ret: fffffffffffffffe } hitcount:          1",
 		},
 	}
 	for _, tt := range tests {

@@ -25,7 +25,7 @@ const (
 	histSizeHint   = "size is a number of entries from 128 to 131072, rounded up to a power of two"
 	histSortHint   = "use .ascending or .descending"
 	histKeyMods    = "hex, sym, sym-offset, execname, syscall, log2, buckets=N and stacktrace"
-	histValMods    = "hex, percent and graph"
+	histValMods    = "hex, percent, graph and usecs (on common_timestamp)"
 )
 
 // Hints for the kernel's attributes that gtrace refuses: a hist of gtrace
@@ -79,9 +79,9 @@ func (r histRole) String() string {
 //
 // The filter (after the first word "if" with a blank on each side) is
 // parsed with ParseFilter; like every other offset in the spec, the
-// offsets of its nodes are byte offsets into src. Variables, expressions,
-// common_timestamp and handler actions are not supported yet and are
-// rejected.
+// offsets of its nodes are byte offsets into src. Keys and values may be
+// expressions (grammar §4.4) of fields, common_timestamp and constants.
+// Variables and handler actions are not supported yet and are rejected.
 //
 // Unlike the kernel, which accepts only .ascending or .descending after a
 // sort field, ParseHist also accepts the modifier of the key or value the
@@ -194,9 +194,8 @@ func histPow2(n int) int {
 // trailing " [active]" or " [paused]": name=, keys=, vals= (hitcount first
 // unless nohitcount), sort= (hitcount by default; a key or value with its
 // modifier; .descending but never .ascending), size= (the effective
-// size), :nohitcount and " if " with the filter as typed. The kernel adds
-// :clock= only for a hist that uses common_timestamp, which a spec cannot
-// do yet, so String never prints it.
+// size), :clock= (EffectiveClock) for a hist that uses common_timestamp,
+// :nohitcount and " if " with the filter as typed.
 func (s *HistSpec) String() string {
 	var b strings.Builder
 	b.WriteString(histPrefix)
@@ -238,6 +237,9 @@ func (s *HistSpec) String() string {
 		}
 	}
 	fmt.Fprintf(&b, ":size=%d", s.EffectiveSize())
+	if s.Timestamp() {
+		b.WriteString(":clock=" + s.EffectiveClock())
+	}
 	if s.NoHitcount {
 		b.WriteString(":nohitcount")
 	}
@@ -309,6 +311,7 @@ type histParser struct {
 	seen  map[string]bool // assignment attributes given so far
 	sorts []histSpan      // sort= entries, resolved once keys and vals are known
 	nohc  histSpan        // the nohitcount flag
+	clock histSpan        // the clock= attribute
 }
 
 // errorf returns an error for src[off:end], or for the same bytes of the
@@ -475,9 +478,45 @@ func (p *histParser) attr(off, end int) *Error {
 	case "size":
 		return p.size(val, end)
 	case "clock":
-		p.spec.Clock = p.src[val:end]
+		name := p.src[val:end]
+		if !slices.Contains(histClocks, name) {
+			e := p.errorf(val, end, "unknown clock %q", name)
+			if s := Nearest(name, histClocks); s != "" {
+				return e.WithHint("did you mean %q? clocks are %s", s, strings.Join(histClocks, ", "))
+			}
+			return e.WithHint("clocks are %s", strings.Join(histClocks, ", "))
+		}
+		p.spec.Clock = name
+		p.clock = histSpan{off, end}
 	}
 	return nil
+}
+
+// histClocks are the kernel's trace clocks (the trace_clock file).
+var histClocks = []string{"local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai", "x86-tsc"}
+
+// DefaultClock is the clock of common_timestamp when clock= is not given:
+// the clock gtrace record stamps events with by default (the kernel's is
+// global, which BPF cannot read).
+const DefaultClock = "mono"
+
+// Timestamp reports whether a key or value uses common_timestamp.
+func (s *HistSpec) Timestamp() bool {
+	for _, f := range slices.Concat(s.Keys, s.Vals) {
+		if f.Timestamp() {
+			return true
+		}
+	}
+	return false
+}
+
+// EffectiveClock returns the clock of the hist's common_timestamp: Clock,
+// or DefaultClock when none was given.
+func (s *HistSpec) EffectiveClock() string {
+	if s.Clock == "" {
+		return DefaultClock
+	}
+	return s.Clock
 }
 
 // histAssignAttr returns the canonical name of an assignment attribute
@@ -565,14 +604,144 @@ func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
 		return HistField{}, p.errorf(sp.off, sp.off, "empty %s", role).WithHint("remove the extra ','")
 	case strings.Contains(text, "$"):
 		return HistField{}, p.errorf(sp.off, sp.end, "variable references are not supported yet")
-	case strings.ContainsAny(strings.ReplaceAll(text, ".sym-offset", ""), "+-*/"):
-		return HistField{}, p.errorf(sp.off, sp.end, "expressions are not supported yet")
 	}
+	if op, _ := histOperator(p.src, sp.off, sp.end); op != 0 {
+		n := 0
+		return p.expr(sp, role, &n, true)
+	}
+	if histIsDigit(text[0]) {
+		return HistField{}, p.errorf(sp.off, sp.end, "a constant alone cannot be a %s", role).
+			WithHint("a constant is the same for every event: use it in an expression, e.g. FIELD*2")
+	}
+	return p.operand(sp, role, false)
+}
+
+// histOperator finds the operator at the root of the expression in
+// src[off:end] as the kernel's contains_operator does: the rightmost '-'
+// or '+', else the rightmost '/' or '*', which makes the operators left
+// associative and '*' and '/' bind tighter than '+' and '-'. A '-' that is
+// the first byte and the only '-' is the unary -(...): op 'n', as is a
+// text that is all one -(...), which the kernel refuses. The '-' of
+// .sym-offset is no operator. op is 0 when there is none.
+func histOperator(src string, off, end int) (op byte, at int) {
+	text := strings.ReplaceAll(src[off:end], ".sym-offset", ".sym_offset")
+	minus, plus := strings.LastIndexByte(text, '-'), strings.LastIndexByte(text, '+')
+	switch {
+	case minus == 0, histParenthesized(text):
+		return 'n', off
+	case minus >= 0 || plus >= 0:
+		if plus > minus {
+			return '+', off + plus
+		}
+		return '-', off + minus
+	}
+	div, mul := strings.LastIndexByte(text, '/'), strings.LastIndexByte(text, '*')
+	switch {
+	case div >= 0 && div > mul:
+		return '/', off + div
+	case mul >= 0:
+		return '*', off + mul
+	}
+	return 0, -1
+}
+
+// histParenthesized reports whether text is "-(...)" with the
+// parentheses around all the rest: a unary minus that the kernel takes
+// for a binary one when "..." has a '-' of its own.
+func histParenthesized(text string) bool {
+	if !strings.HasPrefix(text, "-(") || !strings.HasSuffix(text, ")") {
+		return false
+	}
+	depth := 0
+	for i := 1; i < len(text)-1; i++ {
+		switch text[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// histMaxSubexprs is the most operators an expression may have.
+const histMaxSubexprs = 3
+
+// expr parses the expression in sp, n counting its operators so far, as
+// the kernel's parse_expr does: no parentheses but those of a unary
+// -(...), which may only stand at the top.
+func (p *histParser) expr(sp histSpan, role histRole, n *int, top bool) (HistField, *Error) {
+	op, at := histOperator(p.src, sp.off, sp.end)
+	if op == 0 {
+		if sp.off == sp.end {
+			return HistField{}, p.errorf(sp.off, sp.off, "missing operand").WithHint("an expression is FIELD OP FIELD or constant, with OP one of + - * /")
+		}
+		if histIsDigit(p.src[sp.off]) {
+			return p.constant(sp)
+		}
+		return p.operand(sp, role, true)
+	}
+	if *n == histMaxSubexprs {
+		return HistField{}, p.errorf(at, at+1, "too many subexpressions (%d max)", histMaxSubexprs)
+	}
+	*n++
+	f := HistField{Op: op, Off: sp.off, End: sp.end}
+	if op == 'n' {
+		if !top {
+			return HistField{}, p.errorf(at, at+1, "unary minus not supported in sub-expressions")
+		}
+		if sp.end-sp.off < 3 || p.src[sp.off+1] != '(' || p.src[sp.end-1] != ')' {
+			return HistField{}, p.errorf(sp.off, sp.end, "invalid unary minus").WithHint("write -(EXPR), with the parentheses")
+		}
+		o, e := p.expr(histSpan{sp.off + 2, sp.end - 1}, role, n, false)
+		if e != nil {
+			return HistField{}, e
+		}
+		f.Operands = []HistField{o}
+		f.Name = "-(" + o.String() + ")"
+		return f, nil
+	}
+	l, e := p.expr(histSpan{sp.off, at}, role, n, false)
+	if e != nil {
+		return HistField{}, e
+	}
+	r, e := p.expr(histSpan{at + 1, sp.end}, role, n, false)
+	if e != nil {
+		return HistField{}, e
+	}
+	if l.Usecs() != r.Usecs() {
+		return HistField{}, p.errorf(sp.off, sp.end, "timestamp units in expression don't match").
+			WithHint("both operands of %q must be in .usecs, or neither", string(op))
+	}
+	if op == '/' && r.Const && r.Value == 0 {
+		return HistField{}, p.errorf(at+1, sp.end, "division by zero")
+	}
+	f.Operands = []HistField{l, r}
+	f.Name = l.String() + string(op) + r.String()
+	return f, nil
+}
+
+// constant parses a numeric literal of an expression, in any base the
+// kernel's kstrtoull accepts; the kernel prints it in decimal.
+func (p *histParser) constant(sp histSpan) (HistField, *Error) {
+	v, ok := histParseUint(p.src[sp.off:sp.end])
+	if !ok {
+		return HistField{}, p.errorf(sp.off, sp.end, "expecting numeric literal")
+	}
+	return HistField{Name: strconv.FormatUint(v, 10), Const: true, Value: v, Off: sp.off, End: sp.end}, nil
+}
+
+func histIsDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// operand parses a field name with at most one modifier; in an expression
+// (inExpr) the only modifier is common_timestamp's .usecs.
+func (p *histParser) operand(sp histSpan, role histRole, inExpr bool) (HistField, *Error) {
+	text := p.src[sp.off:sp.end]
 	name, mod, hasMod := strings.Cut(text, ".")
 	nameEnd := sp.off + len(name)
-	if _, ok := histParseUint(name); ok {
-		return HistField{}, p.errorf(sp.off, nameEnd, "constants are not supported yet")
-	}
 	if name == "" {
 		return HistField{}, p.errorf(sp.off, sp.off+1, "missing field name before '.'")
 	}
@@ -584,8 +753,8 @@ func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
 		f.Name = canon
 	}
 	switch {
-	case f.Name == "common_timestamp":
-		return HistField{}, p.errorf(sp.off, nameEnd, "common_timestamp is not supported yet")
+	case inExpr && (f.Name == "hitcount" || f.Name == "common_stacktrace"):
+		return HistField{}, p.errorf(sp.off, nameEnd, "%s cannot be an operand in an expression", f.Name)
 	case f.Name == "hitcount" && role == histKey:
 		return HistField{}, p.errorf(sp.off, nameEnd, "hitcount cannot be a key").WithHint("hitcount is always counted; it is a value")
 	case f.Name == "common_stacktrace" && role == histVal:
@@ -595,7 +764,7 @@ func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
 		return f, nil
 	}
 	m, n, ok := histParseMod(mod)
-	if ok && histModValid(role, f.Name, m) {
+	if ok && histModValid(role, f.Name, m) && (!inExpr || m == ModUsecs) {
 		f.Mod, f.Buckets = m, n
 		return f, nil
 	}
@@ -603,7 +772,11 @@ func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
 	if mod == "" {
 		modOff--
 	}
-	return HistField{}, p.errorf(modOff, modEnd, "invalid field modifier").WithHint("%s", histModHint(role, f.Name, mod, m, ok))
+	hint := histModHint(role, f.Name, mod, m, ok)
+	if ok && inExpr && histModValid(role, f.Name, m) {
+		hint = "an operand of an expression takes no modifier but common_timestamp's .usecs"
+	}
+	return HistField{}, p.errorf(modOff, modEnd, "invalid field modifier").WithHint("%s", hint)
 }
 
 // histParseMod parses a modifier: one of the names of HistMod, or
@@ -625,13 +798,15 @@ func histParseMod(s string) (HistMod, uint64, bool) {
 }
 
 // histModValid reports whether modifier m is valid on field name as a key
-// or a value (the table of grammar §4.3, common_timestamp aside).
+// or a value (the table of grammar §4.3).
 func histModValid(role histRole, name string, m HistMod) bool {
 	switch {
 	case name == "common_stacktrace":
 		return false
 	case name == "hitcount":
 		return m == ModPercent || m == ModGraph
+	case m == ModUsecs:
+		return name == "common_timestamp"
 	case m == ModExecname:
 		return name == "common_pid"
 	case role == histKey:
@@ -665,7 +840,7 @@ func histModHint(role histRole, name, text string, m HistMod, ok bool) string {
 	case m == ModExecname:
 		return "execname applies to common_pid only"
 	case m == ModUsecs:
-		return "usecs applies to common_timestamp, which is not supported yet"
+		return "usecs applies to common_timestamp only"
 	case role == histKey:
 		return m.String() + " applies to values only"
 	}
@@ -736,6 +911,12 @@ func (p *histParser) check(off, end int) *Error {
 	if len(s.Keys) == 0 {
 		return p.errorf(off, end, "missing keys").WithHint("a hist needs keys=, e.g. hist:keys=common_pid")
 	}
+	if s.Clock != "" && !s.Timestamp() {
+		s.ClockOff, s.ClockEnd = p.clock.off, p.clock.end
+		return p.errorf(p.clock.off, p.clock.end, "clock= applies only to a hist that uses common_timestamp").
+			WithHint("drop it, or use common_timestamp as a key or value")
+	}
+	s.ClockOff, s.ClockEnd = p.clock.off, p.clock.end
 	if s.NoHitcount && len(s.Vals) == 0 {
 		return p.errorf(p.nohc.off, p.nohc.end, "nohitcount requires a value other than hitcount").
 			WithHint("add one, e.g. vals=hitcount.percent or vals=FIELD")

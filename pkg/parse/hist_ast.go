@@ -25,13 +25,42 @@ var histModNames = [...]string{"", "hex", "sym", "sym-offset", "execname", "sysc
 
 func (m HistMod) String() string { return histModNames[m] }
 
-// HistField is a key or value: a field name with at most one modifier.
+// HistField is a key or value: a field name with at most one modifier,
+// a constant, or an expression of those (grammar §4.4).
 type HistField struct {
-	Name    string  // field name as the kernel prints it: "common_pid", "id", "hitcount", "common_cpu"
+	Name    string  // field name as the kernel prints it: "common_pid", "id", "hitcount", "common_cpu"; an expression's canonical text
 	Mod     HistMod // modifier, ModNone if none
 	Buckets uint64  // ModBuckets: the bucket size N (> 0)
 	Off     int     // offset of the field in the spec source
 	End     int     // end of the field (and modifier) in the spec source
+	// Op is an expression's operator: '+', '-', '*', '/', or 'n' for the
+	// unary -(...); 0 for a field or a constant.
+	Op       byte
+	Operands []HistField // an expression's operands: two, or one for 'n'
+	Const    bool        // a constant, whose value is Value
+	Value    uint64
+}
+
+// Usecs reports whether f is in microseconds: common_timestamp.usecs, or
+// an expression of such operands.
+func (f HistField) Usecs() bool {
+	if f.Op != 0 {
+		return f.Operands[0].Usecs()
+	}
+	return f.Mod == ModUsecs
+}
+
+// Timestamp reports whether f is or uses common_timestamp.
+func (f HistField) Timestamp() bool {
+	if f.Name == "common_timestamp" {
+		return true
+	}
+	for _, o := range f.Operands {
+		if o.Timestamp() {
+			return true
+		}
+	}
+	return false
 }
 
 // SortKey is one entry of sort=.
@@ -50,14 +79,16 @@ type HistSpec struct {
 	Vals       []HistField // explicit values other than plain hitcount, in order (0..2)
 	Sort       []SortKey   // 0..2; empty means hitcount ascending
 	Size       int         // as given (0 = not given); see EffectiveSize
-	Clock      string      // clock=, "" if none
-	Pause      bool        // pause
-	Cont       bool        // cont / continue
-	Clear      bool        // clear
-	NoHitcount bool        // nohitcount / NOHC
-	Filter     Expr        // the if-filter, nil if none
-	FilterText string      // the filter text as typed (after "if ")
-	FilterOff  int         // offset of FilterText in Src
+	Clock      string      // clock=, "" if none (see EffectiveClock)
+	ClockOff   int         // the clock= attribute in Src, for errors about it
+	ClockEnd   int
+	Pause      bool   // pause
+	Cont       bool   // cont / continue
+	Clear      bool   // clear
+	NoHitcount bool   // nohitcount / NOHC
+	Filter     Expr   // the if-filter, nil if none
+	FilterText string // the filter text as typed (after "if ")
+	FilterOff  int    // offset of FilterText in Src
 
 	srcName string    // what Src is called in errors
 	segs    []histSeg // HistFromFlags: where each flag's text sits in Src

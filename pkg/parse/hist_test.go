@@ -85,8 +85,17 @@ func TestParseHistString(t *testing.T) {
 		{"hist:keys=a:size=65", "hist:keys=a:vals=hitcount:sort=hitcount:size=128"},
 		{"hist:keys=a:size=0x20000", "hist:keys=a:vals=hitcount:sort=hitcount:size=131072"},
 		{"hist:keys=a:size=0400", "hist:keys=a:vals=hitcount:sort=hitcount:size=256"},
-		// clock= is not part of the description.
-		{"hist:keys=a:clock=mono", "hist:keys=a:vals=hitcount:sort=hitcount:size=2048"},
+		// common_timestamp: :clock= follows size=, mono unless given.
+		{"hist:keys=common_timestamp", "hist:keys=common_timestamp:vals=hitcount:sort=hitcount:size=2048:clock=mono"},
+		{"hist:keys=a:vals=common_timestamp.usecs:clock=boot:nohitcount",
+			"hist:keys=a:vals=common_timestamp.usecs:sort=hitcount:size=2048:clock=boot:nohitcount"},
+		// Expressions: the kernel's text, constants in decimal, no parentheses
+		// but the unary -(...).
+		{"hist:keys=a:vals=b-c", "hist:keys=a:vals=hitcount,b-c:sort=hitcount:size=2048"},
+		{"hist:keys=a/0x10:vals=b*010+c", "hist:keys=a/16:vals=hitcount,b*8+c:sort=hitcount:size=2048"},
+		{"hist:keys=-(a-b):vals=common_timestamp.usecs-common_timestamp.usecs",
+			"hist:keys=-(a-b):vals=hitcount,common_timestamp.usecs-common_timestamp.usecs:sort=hitcount:size=2048:clock=mono"},
+		{"hist:keys=b.sym-offset", "hist:keys=b.sym-offset:vals=hitcount:sort=hitcount:size=2048"},
 		// Filter: the text after "if " as typed, trailing blanks dropped.
 		{"hist:keys=a if  a==1 ", "hist:keys=a:vals=hitcount:sort=hitcount:size=2048 if  a==1"},
 		{"hist:keys=a\tif\ta == 1 && b != 2", "hist:keys=a:vals=hitcount:sort=hitcount:size=2048 if a == 1 && b != 2"},
@@ -151,7 +160,7 @@ func TestParseHistSpec(t *testing.T) {
 }
 
 func TestParseHistFlags(t *testing.T) {
-	spec, err := ParseHist("hist", "hist:keys=a:NOHC:vals=b:clock= mono ")
+	spec, err := ParseHist("hist", "hist:keys=a:NOHC:vals=common_timestamp:clock= mono ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,12 +260,21 @@ var histErrorTests = []struct {
 	{"hist:keys=pid:onmax($lat).save(comm)", "handler actions are not supported yet", 14, 36},
 	{"hist:keys=pid:onmatch(sched.sched_waking).trace(x,$a)", "handler actions are not supported yet", 14, 53},
 	{"hist:keys=pid:vals=$lat", "variable references are not supported yet", 19, 23},
-	{"hist:keys=pid:vals=a-b", "expressions are not supported yet", 19, 22},
-	{"hist:keys=pid:vals=a.sym-offset-b", "expressions are not supported yet", 19, 33},
-	{"hist:keys=pid:vals=a*2", "expressions are not supported yet", 19, 22},
-	{"hist:keys=-(a)", "expressions are not supported yet", 10, 14},
-	{"hist:keys=pid:vals=10", "constants are not supported yet", 19, 21},
-	{"hist:keys=common_timestamp.usecs", "common_timestamp is not supported yet", 10, 26},
+	{"hist:keys=pid:vals=a.sym-offset-b", "invalid field modifier", 21, 31},
+	{"hist:keys=pid:vals=a.hex*2", "invalid field modifier", 21, 24},
+	{"hist:keys=pid:vals=10", "a constant alone cannot be a value", 19, 21},
+	{"hist:keys=pid:vals=a+b+c+d+e", "too many subexpressions (3 max)", 20, 21},
+	{"hist:keys=-(-(a))", "unary minus not supported in sub-expressions", 12, 13},
+	{"hist:keys=-a", "invalid unary minus", 10, 12},
+	{"hist:keys=pid:vals=a/0", "division by zero", 21, 22},
+	{"hist:keys=pid:vals=a/00", "division by zero", 21, 23},
+	{"hist:keys=pid:vals=a+1x", "expecting numeric literal", 21, 23},
+	{"hist:keys=pid:vals=a+", "missing operand", 21, 21},
+	{"hist:keys=pid:vals=hitcount*2", "hitcount cannot be an operand in an expression", 19, 27},
+	{"hist:keys=pid:vals=common_timestamp.usecs-common_timestamp", "timestamp units in expression don't match", 19, 58},
+	{"hist:keys=pid.usecs", "invalid field modifier", 14, 19},
+	{"hist:keys=pid:clock=mono", "clock= applies only to a hist that uses common_timestamp", 14, 24},
+	{"hist:keys=common_timestamp:clock=glob", `unknown clock "glob"`, 33, 37},
 	// Fields.
 	{"hist:keys=pid,,comm", "empty key", 14, 14},
 	{"hist:keys=pid:vals=a,", "empty value", 21, 21},
