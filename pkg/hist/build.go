@@ -25,6 +25,12 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 	if err != nil {
 		return nil, err
 	}
+	return build(p, f, o)
+}
+
+// build binds the filter of plan p and generates its program.
+func build(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
+	spec := p.Spec
 	if spec.Filter != nil {
 		bf, err := parse.BindFilter("hist", spec.Src, spec.Filter, f)
 		if err != nil {
@@ -123,6 +129,7 @@ type LiveConfig struct {
 type LiveJob struct {
 	cfg      LiveConfig
 	infos    []string // the trigger info of each compiled hist
+	owner    []int    // the hist whose table each counts into (share)
 	compiled []*Compiled
 	lives    []*Live
 	follow   []uint32 // with cfg.Follow, the processes followed from the start
@@ -144,6 +151,8 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
+	var plans []*Plan
+	var formats []*parse.Format
 	for _, h := range cfg.Hists {
 		ev, err := fs.Lookup(h.Event)
 		if err != nil {
@@ -153,16 +162,34 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		if err != nil {
 			return nil, err
 		}
+		p, err := NewPlan(h.Spec, f)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+		formats = append(formats, f)
+	}
+	var err error
+	if j.owner, err = share(plans); err != nil {
+		return nil, err
+	}
+	for i, p := range plans {
+		f := formats[i]
+		info := p.Spec.String() + " [active]"
+		if o := plans[j.owner[i]]; o != p {
+			shareLayout(p, o)
+			info = sharedInfo(o.Spec, p.Spec)
+		}
 		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
-		c, err := Build(h.Spec, f, o)
+		c, err := build(p, f, o)
 		if err != nil {
 			return nil, err
 		}
 		j.compiled = append(j.compiled, c)
-		j.infos = append(j.infos, h.Spec.String()+" [active]")
+		j.infos = append(j.infos, info)
 	}
 	return j, nil
 }
@@ -211,8 +238,12 @@ func followed(pids []uint32) string {
 
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
-	for _, c := range j.compiled {
-		l, err := Start(c, j.follow)
+	for i, c := range j.compiled {
+		var owner *Live
+		if o := j.owner[i]; o != i {
+			owner = j.lives[o]
+		}
+		l, err := start(c, j.follow, owner)
 		if err != nil {
 			j.close()
 			return err
@@ -263,6 +294,11 @@ func (j *LiveJob) print(clear bool) error {
 	tables := make([]*Table, len(j.lives))
 	infos := make([]string, len(j.lives))
 	for i, l := range j.lives {
+		if o := j.owner[i]; o != i {
+			tables[i] = tables[o] // a named hist: the table of the first of its name
+			infos[i] = j.infos[i]
+			continue
+		}
 		t, err := l.Snapshot(clear)
 		if err != nil {
 			return err
