@@ -198,6 +198,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 func (j *LiveJob) Describe(w io.Writer) error {
 	for i, c := range j.compiled {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
+		if o := j.owner[i]; o != i {
+			fmt.Fprintf(w, "# counts into the table of hist %d (%s), named %s: one map\n", o+1, j.compiled[o].Format.FullName(), c.Plan.Spec.Name)
+		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
@@ -254,7 +257,8 @@ func (j *LiveJob) Attach() error {
 }
 
 // Attached says what the job counts, for the run's attach line:
-// "counting a hist of sched:sched_switch (1 program)" or
+// "counting a hist of sched:sched_switch (1 program)",
+// "counting 2 hists of sched:sched_switch (2 programs)" or
 // "counting 2 hists of 2 events (2 programs)".
 func (j *LiveJob) Attached() string {
 	progs := 0
@@ -268,7 +272,14 @@ func (j *LiveJob) Attached() string {
 	if len(j.compiled) == 1 {
 		return fmt.Sprintf("counting a hist of %s (%s)", j.compiled[0].Format.FullName(), what)
 	}
-	return fmt.Sprintf("counting %d hists of %d events (%s)", len(j.compiled), len(j.compiled), what)
+	events := map[string]bool{}
+	for _, c := range j.compiled {
+		events[c.Format.FullName()] = true
+	}
+	if len(events) == 1 {
+		return fmt.Sprintf("counting %d hists of %s (%s)", len(j.compiled), j.compiled[0].Format.FullName(), what)
+	}
+	return fmt.Sprintf("counting %d hists of %d events (%s)", len(j.compiled), len(events), what)
 }
 
 // Tick prints the tables, emptying them with Clear.

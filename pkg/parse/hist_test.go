@@ -16,6 +16,7 @@ var histKernelLines = []string{
 	"hist:keys=call_site.sym:vals=hitcount,bytes_req:sort=bytes_req.descending:size=2048",
 	"hist:keys=id.syscall,common_pid.execname:vals=hitcount:sort=id.syscall,hitcount:size=2048 if id == 16",
 	"hist:keys=skbaddr.hex:vals=hitcount,len:sort=hitcount:size=2048",
+	"hist:name=foo:keys=skbaddr.hex:vals=hitcount,len:sort=hitcount:size=2048",
 }
 
 func TestParseHistKernelLines(t *testing.T) {
