@@ -10,6 +10,10 @@ import (
 	"github.com/gtrace/gtrace/internal/testutil"
 )
 
+// pidFree finds the process ids in hist lines, to compare two runs of one
+// workload.
+var pidFree = regexp.MustCompile(`(common_pid:(?: \S+ +\[)?) *\d+`)
+
 // checkBlocks checks that out is one hist per trigger info, in order, each
 // with one line matching the regexp of the same index.
 func checkBlocks(t *testing.T, what, out string, infos []string, lines []*regexp.Regexp) {
@@ -84,5 +88,10 @@ func TestPrivilegedHistNamedAndSeveral(t *testing.T) {
 			t.Fatalf("%s: gtrace hist -i exit %d, stderr:\n%s", tc.name, code, errOut)
 		}
 		checkBlocks(t, tc.name+" -i", fileOut, tc.infos, tc.lines)
+		// The same events, but two runs of the helper: the same bytes
+		// but for its process id.
+		if a, b := pidFree.ReplaceAllString(out, "$1 PID"), pidFree.ReplaceAllString(fileOut, "$1 PID"); a != b {
+			t.Errorf("%s: live and -i differ:\nlive:\n%s\n-i:\n%s", tc.name, a, b)
+		}
 	}
 }
