@@ -148,6 +148,9 @@ func TestBadInput(t *testing.T) {
 		{hist("--format", "xml"), 2, `--format:1:1: invalid format "xml"\n(.*\n)*  hint: want one of text, json, csv, table`, true},
 
 		// hist: events, fields, filters and hist strings.
+		{hist("-e", "sched:sched_switch", "-k", "prev_pid", "--size", "256"), 2, `--keys:1:1: hist trigger already exists\n  prev_pid\n  \^~~~~~~~\n  hint: sched:sched_switch has this hist already`, true},
+		{[]string{"hist", "-e", "sched:sched_switch", "hist:name=a:keys=prev_pid", "-e", "sched:sched_waking", "hist:keys=pid:name=a"}, 2, `hist:1:20: named hist trigger doesn't match existing named trigger\n  hist:keys=pid:name=a\n {21}\^\n  hint: the hists named a share one table`, true},
+		{[]string{"hist", "--name", "a", "-k", "common_pid", "-e", "sched:sched_switch", "-e", "sched:sched_waking", "-k", "pid"}, 2, `--name:1:1: named hist trigger doesn't match existing named trigger`, true},
 		{[]string{"hist", "-e", "sched:*", "-k", "prev_pid"}, 2, `--keys:1:1: unknown field "prev_pid" in sched:sched_process_exec`, true},
 		{[]string{"hist", "-e", "sched:*", "-k", "common_pid", "--vals", "prev_prio"}, 2, `--vals:1:1: unknown field "prev_prio" in sched:sched_process_exec`, true},
 		{[]string{"hist", "-e", "sched:*", "-k", "common_pid", "-f", "next_pid == 1"}, 2, `--filter:1:1: Field not found: "next_pid" in sched:sched_process_exec`, true},

@@ -54,7 +54,12 @@ byte what the kernel's events/SYS/EVENT/hist file prints.
 The hist is given either with flags (-k, --vals, -s, --size, -f) or as
 the kernel's own trigger string 'hist:keys=...:vals=...:sort=...:size=N if FILTER'.
 Each -e is a hist of its own, printed in -e order: the flags and the string
-bind to the -e before them, as -f does on record. Flags given before the
+bind to the -e before them, as -f does on record. An event may have several
+hists, but not the same one twice (the kernel's "hist trigger already
+exists"). Hists of one name (name=NAME, or --name for the hists given with
+flags) share one table, that of the first: each event's hits add into it,
+and each event prints it under its own header, as the kernel prints a
+named hist; their keys, values and sort must match the first's. Flags given before the
 first -e apply to every event, each unless the event gives its own; a string
 there is the hist of every event that gives no flags.
 
@@ -92,6 +97,12 @@ free events keep the set in a map of 65536 entries. Without --follow,
 
   # two hists in one run, each with its own keys
   gtrace hist -e sched:sched_switch -k prev_comm -e raw_syscalls:sys_enter -k id.syscall
+
+  # two hists on one event: each switch counted by the task leaving and by the one arriving
+  gtrace hist -e sched:sched_switch -k prev_comm -e sched:sched_switch -k next_comm
+
+  # one table for two events (a named hist): getppid and getuid calls per process
+  gtrace hist --name ids -k common_pid.execname -e syscalls:sys_enter_getppid -e syscalls:sys_enter_getuid
 
   # the same keys for every event, a filter for one of them
   gtrace hist -k common_pid.execname -e sched:sched_wakeup -e raw_syscalls:sys_enter -f 'id == 0'
@@ -175,8 +186,7 @@ free events keep the set in a map of 65536 entries. Without --follow,
 		"table size in entries, rounded up to a power of two (128..131072, default 2048)")
 	ev.option(f, eventOption{name: "filter", short: "f", typ: "string", once: "a filter", onceHint: "join the two with && in one -f"},
 		"only count events that match this filter")
-	f.StringVar(&o.Name, "name", "", "named hists shared between events are refused (every hist has its own table)")
-	_ = f.MarkHidden("name") // shown once named hists work
+	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
 	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: count only those processes and every process they fork")
 	durationFlag(f, &o.Duration, "duration", time.Nanosecond, "leave --duration out to run until Ctrl-C", "stop after this long (e.g. 10s)")
@@ -358,16 +368,34 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
+	owner, infos, err := hist.FileShares(f, hists)
+	if err != nil {
+		return err
+	}
 	var tables []*hist.Table
-	var infos []string
 	var damage error
 	for i, h := range hists {
+		if owner[i] != i {
+			tables = append(tables, tables[owner[i]]) // a named hist: the first's table
+			continue
+		}
 		var what string
 		if len(hists) > 1 {
 			what = fmt.Sprintf("hist %d of %d: ", i+1, len(hists))
 		}
+		var group []hist.EventHist
+		for j := range hists {
+			if owner[j] == i {
+				group = append(group, hists[j])
+			}
+		}
 		stop := showProgress(d, o.Quiet, what, o.Input, f)
-		t, err := hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{PIDs: o.PIDs})
+		var t *hist.Table
+		if len(group) > 1 {
+			t, err = hist.RunFileShared(ctx, group, f, hist.FileOptions{PIDs: o.PIDs})
+		} else {
+			t, err = hist.RunFile(ctx, h.Spec, f, h.Event, hist.FileOptions{PIDs: o.PIDs})
+		}
 		stop()
 		if t == nil {
 			return h.Spec.Locate(err)
@@ -378,12 +406,11 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		}
 		t.Sort()
 		tables = append(tables, t)
-		infos = append(infos, h.Spec.String()+" [active]")
 		if ctx.Err() != nil {
 			break // interrupted: print the counts so far
 		}
 	}
-	if err := hist.Write(d.Out, o.Format, tables, infos, hist.FileResolver(f)); err != nil {
+	if err := hist.Write(d.Out, o.Format, tables, infos[:len(tables)], hist.FileResolver(f)); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -108,6 +108,15 @@ func runWorkload(w string) int {
 			ms, _ := strconv.Atoi(fields[2])
 			time.Sleep(time.Duration(ms) * time.Millisecond)
 		}
+	case "getppid-getuid":
+		// N getppid calls, then as many getuid calls as the third word says.
+		m, _ := strconv.Atoi(fields[2])
+		for range n {
+			syscall.Getppid()
+		}
+		for range m {
+			syscall.Getuid()
+		}
 	case "write":
 		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 		if err != nil {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,8 +34,8 @@ func TestProgressNotOnPipe(t *testing.T) {
 	dir := t.TempDir()
 	dat := bigFile(t, dir, 10000) // 950,000 records, 65 MB
 	hist := []string{"hist", "-i", dat}
-	for range 4 {
-		hist = append(hist, "-e", "sched:sched_switch", "-k", "prev_comm,next_comm")
+	for i := range 4 { // four hists: each its own filter, as one event takes no hist twice
+		hist = append(hist, "-e", "sched:sched_switch", "-k", "prev_comm,next_comm", "-f", fmt.Sprintf("prev_pid >= %d", i))
 	}
 	for _, args := range [][]string{{"report", "-i", dat, "--format", "json"}, hist} {
 		c := gtraceCommand(t, args...)

@@ -236,8 +236,8 @@ func TestSignalsFileCommands(t *testing.T) {
 	}
 
 	hist := []string{"hist", "-i", dat, "-k", "prev_comm,next_comm", "--vals", "prev_prio"}
-	for range 4 {
-		hist = append(hist, "-e", "sched:sched_switch")
+	for i := range 4 { // four hists: each its own filter, as one event takes no hist twice
+		hist = append(hist, "-e", "sched:sched_switch", "-f", fmt.Sprintf("prev_pid >= %d", i))
 	}
 	for _, tc := range []struct {
 		name  string

@@ -27,6 +27,12 @@ func Build(spec *parse.HistSpec, f *parse.Format, o LiveOptions) (*Compiled, err
 	if err != nil {
 		return nil, err
 	}
+	return build(p, f, o)
+}
+
+// build binds the filter of plan p and generates its program.
+func build(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
+	spec := p.Spec
 	if spec.Timestamp() {
 		c, err := bpfgen.ParseClock(spec.EffectiveClock())
 		if err != nil {
@@ -133,6 +139,7 @@ type LiveConfig struct {
 type LiveJob struct {
 	cfg      LiveConfig
 	infos    []string // the trigger info of each compiled hist
+	owner    []int    // the hist whose table each counts into (share)
 	compiled []*Compiled
 	lives    []*Live
 	follow   []uint32 // with cfg.Follow, the processes followed from the start
@@ -165,6 +172,8 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
+	var plans []*Plan
+	var formats []*parse.Format
 	for _, h := range cfg.Hists {
 		ev, err := fs.Lookup(h.Event)
 		if err != nil {
@@ -174,16 +183,34 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		if err != nil {
 			return nil, err
 		}
+		p, err := NewPlan(h.Spec, f)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+		formats = append(formats, f)
+	}
+	var err error
+	if j.owner, err = share(plans); err != nil {
+		return nil, err
+	}
+	for i, p := range plans {
+		f := formats[i]
+		info := p.Spec.String() + " [active]"
+		if o := plans[j.owner[i]]; o != p {
+			shareLayout(p, o)
+			info = sharedInfo(o.Spec, p.Spec)
+		}
 		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
-		c, err := Build(h.Spec, f, o)
+		c, err := build(p, f, o)
 		if err != nil {
 			return nil, err
 		}
 		j.compiled = append(j.compiled, c)
-		j.infos = append(j.infos, h.Spec.String()+" [active]")
+		j.infos = append(j.infos, info)
 	}
 	return j, nil
 }
@@ -192,6 +219,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 func (j *LiveJob) Describe(w io.Writer) error {
 	for i, c := range j.compiled {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
+		if o := j.owner[i]; o != i {
+			fmt.Fprintf(w, "# counts into the table of hist %d (%s), named %s: one map\n", o+1, j.compiled[o].Format.FullName(), c.Plan.Spec.Name)
+		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
@@ -232,8 +262,12 @@ func followed(pids []uint32) string {
 
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
-	for _, c := range j.compiled {
-		l, err := Start(c, j.follow)
+	for i, c := range j.compiled {
+		var owner *Live
+		if o := j.owner[i]; o != i {
+			owner = j.lives[o]
+		}
+		l, err := start(c, j.follow, owner)
 		if err != nil {
 			j.close()
 			return err
@@ -273,7 +307,8 @@ func (j *LiveJob) seeUsers(users []*Live) {
 }
 
 // Attached says what the job counts, for the run's attach line:
-// "counting a hist of sched:sched_switch (1 program)" or
+// "counting a hist of sched:sched_switch (1 program)",
+// "counting 2 hists of sched:sched_switch (2 programs)" or
 // "counting 2 hists of 2 events (2 programs)".
 func (j *LiveJob) Attached() string {
 	progs := 0
@@ -287,7 +322,14 @@ func (j *LiveJob) Attached() string {
 	if len(j.compiled) == 1 {
 		return fmt.Sprintf("counting a hist of %s (%s)", j.compiled[0].Format.FullName(), what)
 	}
-	return fmt.Sprintf("counting %d hists of %d events (%s)", len(j.compiled), len(j.compiled), what)
+	events := map[string]bool{}
+	for _, c := range j.compiled {
+		events[c.Format.FullName()] = true
+	}
+	if len(events) == 1 {
+		return fmt.Sprintf("counting %d hists of %s (%s)", len(j.compiled), j.compiled[0].Format.FullName(), what)
+	}
+	return fmt.Sprintf("counting %d hists of %d events (%s)", len(j.compiled), len(events), what)
 }
 
 // Tick prints the tables, emptying them with Clear.
@@ -318,6 +360,11 @@ func (j *LiveJob) print(clear bool) error {
 	tables := make([]*Table, len(j.lives))
 	infos := make([]string, len(j.lives))
 	for i, l := range j.lives {
+		if o := j.owner[i]; o != i {
+			tables[i] = tables[o] // a named hist: the table of the first of its name
+			infos[i] = j.infos[i]
+			continue
+		}
 		if l.c.hasUserStack() {
 			// The processes still running that the scans missed.
 			if err := l.userPIDs(j.users.See); err != nil {

@@ -102,8 +102,16 @@ type Live struct {
 // Start loads the program, or its fallback if the kernel refuses it, and
 // attaches it to the event. A hist that follows processes
 // (LiveOptions.Follow) starts with those of follow in its follow map.
-func Start(c *Compiled, follow []uint32) (*Live, error) {
-	objs, prog, err := probe.LoadBest(c.Program, c.Fallback)
+func Start(c *Compiled, follow []uint32) (*Live, error) { return start(c, follow, nil) }
+
+// start is Start; with owner not nil, the program counts into owner's
+// table (a named hist: the layouts match, share checked it).
+func start(c *Compiled, follow []uint32, owner *Live) (*Live, error) {
+	var shared *probe.Objects
+	if owner != nil {
+		shared = owner.objs
+	}
+	objs, prog, err := probe.LoadBestSharing(c.Program, c.Fallback, shared, sharedMaps...)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ const (
 
 const (
 	histPrefix     = "hist:"
-	histValidAttrs = "keys=, vals=, sort=, size=, clock= and nohitcount"
+	histValidAttrs = "keys=, vals=, sort=, size=, name=, clock= and nohitcount"
 	histSizeHint   = "size is a number of entries from 128 to 131072, rounded up to a power of two"
 	histSortHint   = "use .ascending or .descending"
 	histKeyMods    = "hex, sym, sym-offset, execname, syscall, log2, buckets=N and stacktrace"
@@ -32,16 +32,15 @@ const (
 // lives in its own BPF map for as long as the command runs, and has no
 // trigger file that a later write could pause, continue or clear.
 const (
-	histNameMsg   = "named hists shared between events are not supported yet"
-	histNameHint  = "every hist has a table of its own (with several -e, one per event): drop %s"
 	histPauseHint = "gtrace's hist has no trigger file to toggle: it counts from start until Ctrl-C, --duration or the end of -- CMD; drop %s"
+	histNameHint  = "a name is one word: the hists of one name share a table"
 	histClearHint = "gtrace's hist has no trigger file to clear: --interval D --clear prints the hist every D and then clears it; drop %s"
 )
 
 // histAssignWords and histAttrWords are the attribute words gtrace
 // accepts, for "did you mean" hints.
 var (
-	histAssignWords = []string{"keys=", "key=", "vals=", "val=", "values=", "sort=", "size=", "clock="}
+	histAssignWords = []string{"keys=", "key=", "vals=", "val=", "values=", "sort=", "size=", "name=", "clock="}
 	histAttrWords   = slices.Concat(histAssignWords, []string{"nohitcount", "NOHC"})
 )
 
@@ -73,9 +72,10 @@ func (r histRole) String() string {
 // left out. name names the input in errors. Every error is a *Error whose
 // offsets are those of the offending token in src.
 //
-// The kernel's name= (a table shared by the hists of that name), pause,
-// cont and clear (writes that toggle or clear a hist through its trigger
-// file) are refused: gtrace has no shared tables and no trigger files.
+// name= names a table that the hists of that name share (package hist
+// checks that they fit together). The kernel's pause, cont and clear
+// (writes that toggle or clear a hist through its trigger file) are
+// refused: gtrace has no trigger files.
 //
 // The filter (after the first word "if" with a blank on each side) is
 // parsed with ParseFilter; like every other offset in the spec, the
@@ -106,8 +106,7 @@ type HistFlags struct {
 
 // HistFromFlags builds the spec the flags describe: the same as ParseHist
 // of the equivalent "hist:..." string, which becomes the spec's Src. A
-// blank Filter is left out; a Name is refused, as ParseHist refuses
-// name=, with the caret on the --name value. An error names the flag at
+// blank Filter is left out; a Name is name=. An error names the flag at
 // fault (Error.Name "--keys", "--vals", "--sort", "--size", "--filter" or
 // "--name"), and its Src and offsets refer to that flag's text, a list
 // flag's elements joined with commas.
@@ -130,13 +129,16 @@ func HistFromFlags(f HistFlags) (*HistSpec, error) {
 		b.WriteString(text)
 		p.segs = append(p.segs, g)
 	}
-	if f.Name != "" {
-		return nil, Errorf("--name", f.Name, 0, len(f.Name), histNameMsg).WithHint(histNameHint, "--name")
-	}
 	if e := histFlagWord("--keys", keys, listHint); e != nil {
 		return nil, e
 	}
 	add("--keys", "keys=", keys)
+	if f.Name != "" {
+		if e := histFlagWord("--name", f.Name, histNameHint); e != nil {
+			return nil, e
+		}
+		add("--name", "name=", f.Name)
+	}
 	if vals := strings.Join(f.Vals, ","); vals != "" {
 		if e := histFlagWord("--vals", vals, listHint); e != nil {
 			return nil, e
@@ -452,9 +454,6 @@ func (p *histParser) attr(off, end int) *Error {
 	if attr == "" {
 		return p.variable(off, end, word)
 	}
-	if attr == "name" {
-		return p.errorf(off, end, histNameMsg).WithHint(histNameHint, "name=")
-	}
 	if p.seen[attr] {
 		return p.errorf(off, val, "%s= given more than once", attr)
 	}
@@ -477,6 +476,8 @@ func (p *histParser) attr(off, end int) *Error {
 		return p.sort(val, end)
 	case "size":
 		return p.size(val, end)
+	case "name":
+		return p.tableName(val, end)
 	case "clock":
 		name := p.src[val:end]
 		if !slices.Contains(histClocks, name) {
@@ -517,6 +518,18 @@ func (s *HistSpec) EffectiveClock() string {
 		return DefaultClock
 	}
 	return s.Clock
+}
+
+// tableName takes the name= of a table shared by the hists of that name: any
+// text without white space.
+func (p *histParser) tableName(off, end int) *Error {
+	for i := off; i < end; i++ {
+		if histIsSpace(p.src[i]) {
+			return p.errorf(off, end, "invalid name %q", p.src[off:end]).WithHint("%s", histNameHint)
+		}
+	}
+	p.spec.Name, p.spec.NameOff = p.src[off:end], off
+	return nil
 }
 
 // histAssignAttr returns the canonical name of an assignment attribute

@@ -75,6 +75,7 @@ type SortKey struct {
 type HistSpec struct {
 	Src        string      // the source text the offsets refer to
 	Name       string      // name=, "" if none
+	NameOff    int         // offset of the name= value in Src
 	Keys       []HistField // 1..3 keys
 	Vals       []HistField // explicit values other than plain hitcount, in order (0..2)
 	Sort       []SortKey   // 0..2; empty means hitcount ascending

@@ -10,12 +10,13 @@ import (
 	"testing"
 )
 
-// Every line of grammar §6.2 that has no variables, actions or name=,
-// without the trailing state. (name= is refused: see TestParseHistRefused.)
+// Every line of grammar §6.2 that has no variables or actions, without
+// the trailing state.
 var histKernelLines = []string{
 	"hist:keys=call_site.sym:vals=hitcount,bytes_req:sort=bytes_req.descending:size=2048",
 	"hist:keys=id.syscall,common_pid.execname:vals=hitcount:sort=id.syscall,hitcount:size=2048 if id == 16",
 	"hist:keys=skbaddr.hex:vals=hitcount,len:sort=hitcount:size=2048",
+	"hist:name=foo:keys=skbaddr.hex:vals=hitcount,len:sort=hitcount:size=2048",
 }
 
 func TestParseHistKernelLines(t *testing.T) {
@@ -177,10 +178,6 @@ func TestParseHistRefused(t *testing.T) {
 		src, msg, hint string
 		off, end       int
 	}{
-		{"hist:keys=a:name=foo", "named hists shared between events are not supported yet", "drop name=", 12, 20},
-		{"hist:name=foo:keys=a if b == 1", "named hists shared between events are not supported yet", "drop name=", 5, 13},
-		{"hist:keys=a:name=", "named hists shared between events are not supported yet", "drop name=", 12, 17},
-		{"hist:keys=a:name=a b", "named hists shared between events are not supported yet", "drop name=", 12, 20},
 		{"hist:keys=a:pause", "pause is not supported yet", "no trigger file to toggle", 12, 17},
 		{"hist:keys=a:cont:size=256", "cont is not supported yet", "no trigger file to toggle", 12, 16},
 		{"hist:keys=a:continue", "continue is not supported yet", "no trigger file to toggle", 12, 20},
@@ -246,7 +243,9 @@ var histErrorTests = []struct {
 	{"hist:keys=", `missing value after "keys="`, 5, 10},
 	{"hist:keys=a:sort=", `missing value after "sort="`, 12, 17},
 	{"hist:keys=a:clock= ", `missing value after "clock="`, 12, 18},
-	{"hist:keys=a:name=a b", "named hists shared between events are not supported yet", 12, 20},
+	{"hist:keys=a:name=a b", `invalid name "a b"`, 17, 20},
+	{"hist:keys=a:name=", `missing value after "name="`, 12, 17},
+	{"hist:name=x:keys=a:name=y", "name= given more than once", 19, 24},
 	{"hist:vals=x", "missing keys", 5, 11},
 	{"hist:", "missing keys", 5, 5},
 	{"", "missing keys", 0, 0},
@@ -434,9 +433,8 @@ func TestHistFromFlagsErrors(t *testing.T) {
 		{HistFlags{Keys: []string{"pid"}, Size: "-256"}, "--size", "-256", `invalid size "-256"`, 0, 4},
 		{HistFlags{Keys: []string{"pid"}, Size: "0"}, "--size", "0", "size 0 out of range", 0, 1},
 		{HistFlags{Keys: []string{"pid"}, Size: "1:vals=x"}, "--size", "1:vals=x", `unexpected ":"`, 1, 2},
-		{HistFlags{Keys: []string{"pid"}, Name: "n"}, "--name", "n", "named hists shared between events are not supported yet", 0, 1},
-		{HistFlags{Keys: []string{"pid"}, Name: "a b"}, "--name", "a b", "named hists shared between events are not supported yet", 0, 3},
-		{HistFlags{Keys: []string{"pid.bogus"}, Name: "foo"}, "--name", "foo", "named hists shared between events are not supported yet", 0, 3},
+		{HistFlags{Keys: []string{"pid"}, Name: "a b"}, "--name", "a b", `unexpected " "`, 1, 2},
+		{HistFlags{Keys: []string{"pid"}, Name: "a:keys=x"}, "--name", "a:keys=x", `unexpected ":"`, 1, 2},
 	}
 	for _, tt := range tests {
 		spec, err := HistFromFlags(tt.flags)

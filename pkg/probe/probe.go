@@ -30,10 +30,15 @@ type Objects struct {
 // Load loads a collection. A verifier rejection is returned as a
 // *LoadError that carries the verifier's log and the program listing;
 // missing privileges wrap ErrPermission with the capabilities to grant.
-func Load(p *bpfgen.Program) (*Objects, error) {
+func Load(p *bpfgen.Program) (*Objects, error) { return load(p, nil) }
+
+// load loads a collection, its maps named in shared replaced by those
+// maps.
+func load(p *bpfgen.Program, shared map[string]*ebpf.Map) (*Objects, error) {
 	_ = rlimit.RemoveMemlock()
 	coll, err := ebpf.NewCollectionWithOptions(p.Collection, ebpf.CollectionOptions{
-		Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 16},
+		Programs:        ebpf.ProgramOptions{LogSizeStart: 1 << 16},
+		MapReplacements: shared,
 	})
 	if err != nil {
 		err = explain("load BPF program", err)
@@ -53,11 +58,25 @@ func Load(p *bpfgen.Program) (*Objects, error) {
 // bpf_get_attach_cookie (Linux < 5.15): the fallback records and counts
 // the same events, at a higher cost per event.
 func LoadBest(best, fallback *bpfgen.Program) (*Objects, *bpfgen.Program, error) {
-	o, err := Load(best)
+	return LoadBestSharing(best, fallback, nil)
+}
+
+// LoadBestSharing is LoadBest with the maps of the collection named
+// names those of owner (nil: none), so that the programs of both
+// collections use one map of each name: a named hist of several events.
+func LoadBestSharing(best, fallback *bpfgen.Program, owner *Objects, names ...string) (*Objects, *bpfgen.Program, error) {
+	var shared map[string]*ebpf.Map
+	if owner != nil {
+		shared = map[string]*ebpf.Map{}
+		for _, n := range names {
+			shared[n] = owner.coll.Maps[n]
+		}
+	}
+	o, err := load(best, shared)
 	if err == nil || fallback == nil {
 		return o, best, err
 	}
-	o, ferr := Load(fallback)
+	o, ferr := load(fallback, shared)
 	if ferr != nil {
 		return nil, nil, errors.Join(err, ferr)
 	}

@@ -98,6 +98,63 @@ hist_case() {
 	emit GTRACE-STDERR 0 /tmp/g.err
 }
 
+# multi_case: several hist triggers, TRIGGER "T1 ;; T2 ...", the i-th on
+# the i-th word of EVENT (an event may repeat): through the kernel, each
+# written to its event's trigger file in order and the hist file of each
+# event read once, in order of first mention, two newlines between files
+# as between the hists of one file (appended: a write that truncates the
+# trigger file removes the event's hist triggers); through gtrace, one run with an -e
+# and its string for each.
+multi_case() {
+	: >/tmp/k.out
+	: >/tmp/k.err
+	: >/tmp/m.list
+	echo >$T/error_log 2>/dev/null
+	rest="$trig ;;"
+	for e in $event; do
+		echo "$e $(trim "${rest%%;;*}")" >>/tmp/m.list
+		rest=${rest#*;;}
+	done
+	krc=0
+	while read -r e t; do
+		if ! echo "$t" >>"$T/events/${e%%:*}/${e#*:}/trigger" 2>>/tmp/k.err; then
+			krc=1
+			cat $T/error_log >>/tmp/k.err
+			break
+		fi
+	done </tmp/m.list
+	if [ $krc = 0 ]; then
+		vmload -pid $PID $ops >>/tmp/k.err 2>&1
+		krc=$?
+		n=0
+		for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
+			[ $n = 0 ] || printf '\n\n' >>/tmp/k.out
+			cat "$T/events/${e%%:*}/${e#*:}/hist" >>/tmp/k.out
+			n=1
+		done
+	fi
+	sed -n '1!G;h;$p' /tmp/m.list | while read -r e t; do
+		echo "!$t" >>"$T/events/${e%%:*}/${e#*:}/trigger" 2>/dev/null
+	done
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+
+	set --
+	while read -r e t; do
+		set -- "$@" -e "$e" "$t"
+	done </tmp/m.list
+	# shellcheck disable=SC2086 # ops are words
+	for try in 1 2 3; do
+		gtrace hist "$@" -- vmload -pid $PID $ops >/tmp/g.out 2>/tmp/g.err
+		grc=$?
+		[ $grc = 75 ] || break
+	done
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
 # record_case: the events recorded by trace-cmd and by gtrace record, both
 # printed by trace-cmd report (KERNEL, GTRACE); and trace-cmd's recording
 # printed by gtrace report (REPORT), which must equal KERNEL.
@@ -150,7 +207,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)
