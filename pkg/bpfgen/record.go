@@ -173,6 +173,12 @@ type StackTrigger struct {
 	ID      int      // the format ID of ftrace:kernel_stack
 	Skip    int      // innermost frames left out
 	Counter *Counter // the firings left; nil: every event
+	// UserID, if not 0, is the format ID of ftrace:user_stack: a
+	// record of the user stack follows each kernel stack.
+	UserID int
+	// Before writes the stack before the event's record, as the kernel
+	// runs a trigger without a filter; else after it, as one with.
+	Before bool
 }
 
 // RecordSpec describes the programs and maps of a recording.
@@ -339,7 +345,12 @@ func Record(s *RecordSpec) (*Program, error) {
 			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
 		}
 		if st := ev.Stack; st != nil {
-			p.Actions = append(p.Actions, &StackAction{ID: st.ID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared})
+			sa := &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
+			if st.Before {
+				p.Actions = append([]Action{sa}, p.Actions...)
+			} else {
+				p.Actions = append(p.Actions, sa)
+			}
 		}
 		if shape != "" {
 			byShape[shape] = p

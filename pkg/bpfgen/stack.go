@@ -12,9 +12,20 @@ package bpfgen
 //
 // As the kernel writes it (__ftrace_trace_stack), the record holds only
 // the frames taken: trace-cmd report prints one "=> func (addr)" line per
-// address up to the record's end. The sample gets its own timestamp, taken
-// after the event's, so that it follows the event's record on the CPU, as
-// the kernel's post-call trigger writes its entry after the event's.
+// address up to the record's end. The sample gets its own timestamp. The
+// kernel runs a trigger without a filter before it writes the event's
+// record, and one with a filter after it: StackTrigger.Before says which.
+//
+// With UserID, a record of ftrace:user_stack follows, with the same
+// timestamp, as the kernel's userstacktrace option writes it
+// (ftrace_trace_userstack): the tgid, then 8 callers of the user stack
+// (BPF_F_USER_STACK), the first the user's instruction pointer, zero
+// after the last frame.
+//
+//	0   common fields: common_type = user_stack's ID, common_pid
+//	8   unsigned int tgid
+//	12  u32 zero (padding)
+//	16  unsigned long caller[8]
 //
 // The register contract of an action holds: R7 is the sample, R8 the
 // batch, R6 must be the program's context (the classic tracepoint's
@@ -34,8 +45,15 @@ const StackFrames = 64
 // stackHeader is the bytes of a kernel_stack record before its callers.
 const stackHeader = 16
 
+// UserFrames is the frames of a user_stack record: the kernel's
+// FTRACE_STACK_ENTRIES.
+const UserFrames = 8
+
 // bpfFSkipMask is BPF_F_SKIP_FIELD_MASK: the frames bpf_get_stack skips.
 const bpfFSkipMask = 0xff
+
+// bpfFUserStack is BPF_F_USER_STACK: bpf_get_stack takes the user stack.
+const bpfFUserStack = 1 << 8
 
 // Counter is a count word of a trigger: the firings it has left. A
 // firing takes one (atomically, so that N firings on all CPUs are exactly
@@ -65,7 +83,10 @@ type StackAction struct {
 	Skip    int   // innermost frames left out: those of the tracing machinery
 	Stream  bool  // write the batch to the ring at once (RecordSpec.Stream)
 	Counter *Counter
-	shared  []*ebpf.MapSpec // the recording's maps: Record sets them
+	// UserID, if not 0, is the format ID of ftrace:user_stack: a record
+	// of the user stack follows the kernel's.
+	UserID int
+	shared []*ebpf.MapSpec // the recording's maps: Record sets them
 }
 
 func (a *StackAction) stack() int { return 8 }
@@ -83,8 +104,8 @@ func (a *StackAction) emit(b *Builder, fr *Frame) error {
 	if len(a.shared) == 0 {
 		return fmt.Errorf("stack action: not in a recording's program")
 	}
-	if a.ID <= 0 || a.ID > 0xffff {
-		return fmt.Errorf("stack action: format ID %d does not fit common_type", a.ID)
+	if a.ID <= 0 || a.ID > 0xffff || a.UserID < 0 || a.UserID > 0xffff {
+		return fmt.Errorf("stack action: format IDs %d and %d, want 1 to 65535 (0: no user stack)", a.ID, a.UserID)
 	}
 	if a.Skip < 0 || a.Skip > bpfFSkipMask {
 		return fmt.Errorf("stack action: %d frames to skip, at most %d", a.Skip, bpfFSkipMask)
@@ -94,9 +115,12 @@ func (a *StackAction) emit(b *Builder, fr *Frame) error {
 		emitCountDown(b, a.Counter, key, fr.Next)
 	}
 	done := b.Label("stack_done")
-	const most = SampleHeader + stackHeader + 8*StackFrames
+	const user = SampleHeader + stackHeader + 8*UserFrames
+	most := SampleHeader + stackHeader + 8*StackFrames
+	if a.UserID != 0 {
+		most += user
+	}
 	emitBatch(b, a.Clock, BatchData-most, key, fr.Next, done)
-	b.Comment("kernel_stack: common_type = %d, common_pid = pid", a.ID)
 	emitCommon(b, asm.R7, SampleHeader, EventID{Const: a.ID})
 	b.Comment("callers: bpf_get_stack(ctx, sample, %d, skip %d)", 8*StackFrames, a.Skip)
 	b.Emit(
@@ -120,6 +144,9 @@ func (a *StackAction) emit(b *Builder, fr *Frame) error {
 		asm.Add.Imm(asm.R1, SampleHeader),
 	)
 	emitCount(b)
+	if a.UserID != 0 {
+		emitUserStack(b, a.UserID, BatchData-user, done)
+	}
 	emitStreamWrite(b, a.Stream, key)
 	b.Mark(done)
 	b.Comment("the batch is free again")
@@ -155,4 +182,39 @@ func fetchAdd(dst, src asm.Register) asm.Instruction {
 	ins := asm.FetchAdd.Mem(dst, src, asm.DWord, 0)
 	ins.Constant = int64(asm.FetchAdd >> 8)
 	return ins
+}
+
+// emitUserStack adds a user_stack sample of format ID id after the sample
+// at R7, with its timestamp, to the batch at R8, whose fill is at most
+// limit. Clobbers R0-R5, R7.
+func emitUserStack(b *Builder, id, limit int, done string) {
+	b.Comment("user_stack: R7 = the next sample, the same timestamp")
+	b.Emit(
+		asm.LoadMem(asm.R3, asm.R7, 0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R8, 0, asm.Word),
+		asm.JGT.Imm(asm.R1, int32(limit), done), // never taken: bounds fill for the verifier
+		asm.Mov.Reg(asm.R7, asm.R8),
+		asm.Add.Reg(asm.R7, asm.R1),
+		asm.Add.Imm(asm.R7, BatchHeader),
+		asm.StoreMem(asm.R7, 0, asm.R3, asm.DWord),
+		storeImm64(asm.R7, 8, stackHeader+8*UserFrames),
+	)
+	emitCommon(b, asm.R7, SampleHeader, EventID{Const: id})
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.StoreMem(asm.R7, SampleHeader+8, asm.R1, asm.DWord),
+	)
+	b.Comment("callers: bpf_get_stack(ctx, sample, %d, BPF_F_USER_STACK), zero after the last", 8*UserFrames)
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, SampleHeader+stackHeader),
+		asm.Mov.Imm(asm.R3, 8*UserFrames),
+		asm.Mov.Imm(asm.R4, bpfFUserStack),
+		asm.FnGetStack.Call(),
+		asm.JSLE.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R1, SampleHeader+stackHeader+8*UserFrames),
+	)
+	emitCount(b)
 }

@@ -107,7 +107,33 @@ func TestStackActionErrors(t *testing.T) {
 	if _, err := p.Generate(); err == nil || !strings.Contains(err.Error(), "not in a recording") {
 		t.Errorf("stack action alone: %v", err)
 	}
-	if _, err := Record(stackSpec(t, &StackTrigger{ID: 1 << 16})); err == nil || !strings.Contains(err.Error(), "does not fit common_type") {
+	if _, err := Record(stackSpec(t, &StackTrigger{ID: 1 << 16})); err == nil || !strings.Contains(err.Error(), "want 1 to 65535") {
 		t.Errorf("ID 65536: %v", err)
+	}
+}
+
+// TestStackBeforeAndUser: Before puts the stack action first; UserID adds
+// a second bpf_get_stack with BPF_F_USER_STACK and the user_stack header.
+func TestStackBeforeAndUser(t *testing.T) {
+	p, err := Record(stackSpec(t, &StackTrigger{ID: 4, UserID: 13, Before: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := p.Collection.Programs[p.Recorders[0].Prog].Instructions
+	text := ins.String()
+	kernel := strings.Index(text, "common_type = 4, common_pid = pid")
+	user := strings.Index(text, "common_type = 13, common_pid = pid")
+	event := strings.Index(text, "bytes of record")
+	if kernel < 0 || user < kernel || event < user {
+		t.Errorf("kernel stack at %d, user stack at %d, event at %d: want them in that order:\n%v", kernel, user, event, ins)
+	}
+	var flags []int64
+	for i, in := range ins {
+		if in.IsBuiltinCall() && in.Constant == int64(asm.FnGetStack) {
+			flags = append(flags, ins[i-1].Constant)
+		}
+	}
+	if len(flags) != 2 || flags[0] != 0 || flags[1] != bpfFUserStack {
+		t.Errorf("bpf_get_stack flags %v, want [0 %d]", flags, bpfFUserStack)
 	}
 }

@@ -108,9 +108,9 @@ type Plan struct {
 	// Start fills with FollowPIDs before it attaches them.
 	Follow     bool
 	FollowPIDs []uint32
-	// Stack is the format of ftrace:kernel_stack when some event has a
-	// stacktrace trigger: the file needs it; nil otherwise.
-	Stack *Event
+	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
+	// when some event has a stacktrace trigger: the file needs them.
+	Stacks []*Event
 }
 
 // NewPlan resolves the events and filters of o against tracefs and

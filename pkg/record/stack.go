@@ -8,26 +8,34 @@ import (
 )
 
 // Stacktrace is the stacktrace trigger of an event: each of its records
-// is followed by a record of the kernel's ftrace:kernel_stack event, the
-// kernel stack where the event fired (bpfgen's stack.go).
+// is preceded by a record of the kernel's ftrace:kernel_stack event, the
+// kernel stack where the event fired (bpfgen's stack.go). The trigger has
+// no filter, so, as the kernel runs such a trigger before it writes the
+// event's record, the stack comes first.
 type Stacktrace struct {
 	// Count is how many firings write a stack, as the kernel's
 	// stacktrace:N counts them: every firing counts; 0: all of them.
 	Count int
+	// User follows each kernel stack with a record of ftrace:user_stack,
+	// the user stack's first 8 frames, as the kernel's userstacktrace
+	// option writes it.
+	User bool
 }
 
 // StackCountsMapName is the map of the stack triggers' counts.
 const StackCountsMapName = "stack_counts"
 
 // stackSkip is how many innermost frames of bpf_get_stack on a classic
-// tracepoint are the tracing machinery's (the BPF program's caller and
-// the perf glue), so that the first frame left is the one the kernel's
-// own stacktrace trigger shows first.
+// tracepoint to leave out: none, as the first is the tracepoint's perf
+// probe (perf_trace_X, perf_syscall_enter), where the kernel's own
+// stacktrace trigger shows its trace-event probe (trace_event_raw_event_X,
+// ftrace_syscall_enter) first; the BPF program and its glue are not in
+// the stack.
 const stackSkip = 0
 
 // stackTriggers returns the stack trigger of each event of the plan (nil
-// for none), and reads the format of ftrace:kernel_stack into p.Stack if
-// any event has one.
+// for none), and reads the formats of ftrace:kernel_stack, and user_stack
+// if an event asks for it, into p.Stacks.
 func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 	out := make([]*bpfgen.StackTrigger, len(p.Events))
 	var counts []uint64
@@ -35,6 +43,19 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 		if st := ev.Stacktrace; st != nil && st.Count > 0 {
 			counts = append(counts, uint64(st.Count))
 		}
+	}
+	formats := map[string]*Event{}
+	format := func(name string) (*Event, error) {
+		if ev := formats[name]; ev != nil {
+			return ev, nil
+		}
+		ev, err := loadEvent(fs, tracefs.Event{System: "ftrace", Name: name})
+		if err != nil {
+			return nil, err
+		}
+		formats[name] = ev
+		p.Stacks = append(p.Stacks, ev)
+		return ev, nil
 	}
 	var counter *bpfgen.Counter
 	for i, ev := range p.Events {
@@ -45,14 +66,18 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 		if st.Count < 0 {
 			return nil, fmt.Errorf("stacktrace of %s: count %d, want 0 (every firing) or more", ev.Format.FullName(), st.Count)
 		}
-		if p.Stack == nil {
-			stack, err := loadEvent(fs, tracefs.Event{System: "ftrace", Name: "kernel_stack"})
+		kernel, err := format("kernel_stack")
+		if err != nil {
+			return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
+		}
+		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip, Before: true}
+		if st.User {
+			user, err := format("user_stack")
 			if err != nil {
 				return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
 			}
-			p.Stack = stack
+			out[i].UserID = user.Format.ID
 		}
-		out[i] = &bpfgen.StackTrigger{ID: p.Stack.Format.ID, Skip: stackSkip}
 		if st.Count > 0 {
 			if counter == nil {
 				counter = &bpfgen.Counter{Map: bpfgen.CounterMap(StackCountsMapName, counts)}

@@ -18,9 +18,9 @@ import (
 )
 
 // recordStacks records syscalls:sys_enter_getppid of a helper that makes
-// calls getppid calls, with a stacktrace trigger of count, into a trace.dat
+// calls getppid calls, with the stacktrace trigger trig, into a trace.dat
 // file, and returns its path.
-func recordStacks(t *testing.T, calls, count int) string {
+func recordStacks(t *testing.T, calls int, trig *Stacktrace) string {
 	t.Helper()
 	testutil.RequirePrivileged(t)
 	fs, err := tracefs.Open()
@@ -37,7 +37,7 @@ func recordStacks(t *testing.T, calls, count int) string {
 		t.Fatal(err)
 	}
 	p, err := NewPlan(fs, &Options{
-		Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Stacktrace: &Stacktrace{Count: count}}},
+		Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Stacktrace: trig}},
 		PIDs:   []int{held.Pid()},
 	})
 	if err != nil {
@@ -98,12 +98,12 @@ func reports(t *testing.T, dat string) (traceCmd, gtrace string) {
 }
 
 // TestPrivilegedStacktrace records a helper's 2 getppid calls with a
-// stacktrace trigger: each sys_enter_getppid record is followed by a
-// kernel_stack record, which trace-cmd report reads without a word on
+// stacktrace trigger: each sys_enter_getppid record is preceded by a
+// kernel_stack record, as the kernel writes a trigger without a filter, which trace-cmd report reads without a word on
 // stderr and prints as a "<stack trace >" block through the system call's
 // entry, and gtrace report prints the same bytes.
 func TestPrivilegedStacktrace(t *testing.T) {
-	dat := recordStacks(t, 2, 0)
+	dat := recordStacks(t, 2, &Stacktrace{})
 	want, got := reports(t, dat)
 	t.Logf("trace-cmd report:\n%s", want)
 	if got != want {
@@ -113,9 +113,9 @@ func TestPrivilegedStacktrace(t *testing.T) {
 }
 
 // TestPrivilegedStacktraceCount: stacktrace:3 on 5 getppid calls writes
-// exactly 3 stacks, after the first 3 events.
+// exactly 3 stacks, before the first 3 events.
 func TestPrivilegedStacktraceCount(t *testing.T) {
-	dat := recordStacks(t, 5, 3)
+	dat := recordStacks(t, 5, &Stacktrace{Count: 3})
 	want, got := reports(t, dat)
 	if got != want {
 		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
@@ -124,7 +124,7 @@ func TestPrivilegedStacktraceCount(t *testing.T) {
 }
 
 // checkStacks checks a report of events sys_enter_getppid records, the
-// first stacks of them each followed by a stack block.
+// first stacks of them each preceded by a stack block.
 func checkStacks(t *testing.T, text string, events, stacks int) {
 	t.Helper()
 	var seq []string
@@ -138,10 +138,10 @@ func checkStacks(t *testing.T, text string, events, stacks int) {
 	}
 	var want []string
 	for i := range events {
-		want = append(want, "event")
 		if i < stacks {
 			want = append(want, "stack")
 		}
+		want = append(want, "event")
 	}
 	if strings.Join(seq, " ") != strings.Join(want, " ") {
 		t.Errorf("records %v, want %v:\n%s", seq, want, text)
@@ -150,5 +150,22 @@ func checkStacks(t *testing.T, text string, events, stacks int) {
 		if n := strings.Count(text, fn); n != stacks {
 			t.Errorf("%d stacks through %s, want %d:\n%s", n, fn, stacks, text)
 		}
+	}
+}
+
+// TestPrivilegedStacktraceUser: with User, each kernel stack is followed
+// by a user_stack record of the helper's tgid, whose first frame is in the
+// helper's text; trace-cmd report reads it and gtrace report prints the
+// same bytes.
+func TestPrivilegedStacktraceUser(t *testing.T) {
+	dat := recordStacks(t, 2, &Stacktrace{User: true})
+	want, got := reports(t, dat)
+	t.Logf("trace-cmd report:\n%s", want)
+	if got != want {
+		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
+	}
+	checkStacks(t, want, 2, 2)
+	if n := strings.Count(want, "user_stack:"); n != 2 {
+		t.Errorf("%d user_stack records, want 2:\n%s", n, want)
 	}
 }
