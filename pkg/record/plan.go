@@ -360,6 +360,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
 		}
+		if st := ev.Stacktrace; st != nil {
+			b.WriteString(st.describe())
+		}
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)

@@ -89,3 +89,15 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 	}
 	return out, nil
 }
+
+// describe is --dry-run's words for the trigger.
+func (st *Stacktrace) describe() string {
+	s := ", the kernel stack before each record"
+	if st.User {
+		s = ", the kernel and user stacks before each record"
+	}
+	if st.Count > 0 {
+		s += fmt.Sprintf(" (the first %d)", st.Count)
+	}
+	return s
+}

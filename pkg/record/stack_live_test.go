@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,6 +111,43 @@ func TestPrivilegedStacktrace(t *testing.T) {
 		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
 	}
 	checkStacks(t, want, 2, 2)
+	checkLayout(t, dat)
+}
+
+// checkLayout checks the kernel_stack records of a file against the
+// kernel's layout (as a 6.18 kernel's trigger writes it): int size, the
+// number of frames, a zero word, then exactly size callers.
+func checkLayout(t *testing.T, dat string) {
+	t.Helper()
+	f, err := tracedat.Open(dat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id := -1
+	for eid, ev := range f.Events {
+		if ev.Format.System == "ftrace" && ev.Format.Name == "kernel_stack" {
+			id = eid
+		}
+	}
+	if id < 0 {
+		t.Fatal("no ftrace:kernel_stack format in the file")
+	}
+	n := 0
+	for it := f.Records(); it.Next(); {
+		d := it.Record().Data
+		if int(binary.LittleEndian.Uint16(d)) != id {
+			continue
+		}
+		n++
+		size := int(int32(binary.LittleEndian.Uint32(d[8:])))
+		if pad := binary.LittleEndian.Uint32(d[12:]); size < 1 || len(d) != 16+8*size || pad != 0 {
+			t.Errorf("kernel_stack record of %d bytes, size %d, padding %#x: want 16 + 8*size bytes, zero padding", len(d), size, pad)
+		}
+	}
+	if n == 0 {
+		t.Error("no kernel_stack record in the file")
+	}
 }
 
 // TestPrivilegedStacktraceCount: stacktrace:3 on 5 getppid calls writes
