@@ -176,9 +176,6 @@ type StackTrigger struct {
 	// UserID, if not 0, is the format ID of ftrace:user_stack: a
 	// record of the user stack follows each kernel stack.
 	UserID int
-	// Before writes the stack before the event's record, as the kernel
-	// runs a trigger without a filter; else after it, as one with.
-	Before bool
 }
 
 // RecordSpec describes the programs and maps of a recording.
@@ -346,11 +343,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 		if st := ev.Stack; st != nil {
 			sa := &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
-			if st.Before {
-				p.Actions = append([]Action{sa}, p.Actions...)
-			} else {
-				p.Actions = append(p.Actions, sa)
-			}
+			p.Actions = append(p.Actions, sa)
 		}
 		if shape != "" {
 			byShape[shape] = p

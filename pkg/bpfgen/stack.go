@@ -12,9 +12,9 @@ package bpfgen
 //
 // As the kernel writes it (__ftrace_trace_stack), the record holds only
 // the frames taken: trace-cmd report prints one "=> func (addr)" line per
-// address up to the record's end. The sample gets its own timestamp. The
-// kernel runs a trigger without a filter before it writes the event's
-// record, and one with a filter after it: StackTrigger.Before says which.
+// address up to the record's end. The sample gets its own timestamp, taken
+// after the event's: it follows the event's record, as the kernel's
+// stacktrace trigger (a post-trigger) writes its entry after the event's.
 //
 // With UserID, a record of ftrace:user_stack follows, with the same
 // timestamp, as the kernel's userstacktrace option writes it

@@ -112,20 +112,21 @@ func TestStackActionErrors(t *testing.T) {
 	}
 }
 
-// TestStackBeforeAndUser: Before puts the stack action first; UserID adds
-// a second bpf_get_stack with BPF_F_USER_STACK and the user_stack header.
-func TestStackBeforeAndUser(t *testing.T) {
-	p, err := Record(stackSpec(t, &StackTrigger{ID: 4, UserID: 13, Before: true}))
+// TestStackUser: UserID adds a second bpf_get_stack, with
+// BPF_F_USER_STACK, and the user_stack header, after the kernel stack,
+// both after the event's record.
+func TestStackUser(t *testing.T) {
+	p, err := Record(stackSpec(t, &StackTrigger{ID: 4, UserID: 13}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ins := p.Collection.Programs[p.Recorders[0].Prog].Instructions
 	text := ins.String()
+	event := strings.Index(text, "bytes of record")
 	kernel := strings.Index(text, "common_type = 4, common_pid = pid")
 	user := strings.Index(text, "common_type = 13, common_pid = pid")
-	event := strings.Index(text, "bytes of record")
-	if kernel < 0 || user < kernel || event < user {
-		t.Errorf("kernel stack at %d, user stack at %d, event at %d: want them in that order:\n%v", kernel, user, event, ins)
+	if event < 0 || kernel < event || user < kernel {
+		t.Errorf("event at %d, kernel stack at %d, user stack at %d: want them in that order:\n%v", event, kernel, user, ins)
 	}
 	var flags []int64
 	for i, in := range ins {

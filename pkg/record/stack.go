@@ -8,10 +8,9 @@ import (
 )
 
 // Stacktrace is the stacktrace trigger of an event: each of its records
-// is preceded by a record of the kernel's ftrace:kernel_stack event, the
-// kernel stack where the event fired (bpfgen's stack.go). The trigger has
-// no filter, so, as the kernel runs such a trigger before it writes the
-// event's record, the stack comes first.
+// is followed by a record of the kernel's ftrace:kernel_stack event, the
+// kernel stack where the event fired (bpfgen's stack.go), as the kernel's
+// stacktrace trigger, which runs after the event's record is written.
 type Stacktrace struct {
 	// Count is how many firings write a stack, as the kernel's
 	// stacktrace:N counts them: every firing counts; 0: all of them.
@@ -26,11 +25,11 @@ type Stacktrace struct {
 const StackCountsMapName = "stack_counts"
 
 // stackSkip is how many innermost frames of bpf_get_stack on a classic
-// tracepoint to leave out: none, as the first is the tracepoint's perf
-// probe (perf_trace_X, perf_syscall_enter), where the kernel's own
-// stacktrace trigger shows its trace-event probe (trace_event_raw_event_X,
-// ftrace_syscall_enter) first; the BPF program and its glue are not in
-// the stack.
+// tracepoint to leave out: none. The BPF program and its glue are not in
+// the stack: it starts at the tracepoint's caller (__traceiter_X, or
+// perf_syscall_enter for syscalls events), where the kernel's trigger
+// shows its trace-event probe first (trace_event_raw_event_X, then
+// __traceiter_X; ftrace_syscall_enter).
 const stackSkip = 0
 
 // stackTriggers returns the stack trigger of each event of the plan (nil
@@ -70,7 +69,7 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
 		}
-		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip, Before: true}
+		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip}
 		if st.User {
 			user, err := format("user_stack")
 			if err != nil {
@@ -92,9 +91,9 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 
 // describe is --dry-run's words for the trigger.
 func (st *Stacktrace) describe() string {
-	s := ", the kernel stack before each record"
+	s := ", the kernel stack after each record"
 	if st.User {
-		s = ", the kernel and user stacks before each record"
+		s = ", the kernel and user stacks after each record"
 	}
 	if st.Count > 0 {
 		s += fmt.Sprintf(" (the first %d)", st.Count)

@@ -99,8 +99,8 @@ func reports(t *testing.T, dat string) (traceCmd, gtrace string) {
 }
 
 // TestPrivilegedStacktrace records a helper's 2 getppid calls with a
-// stacktrace trigger: each sys_enter_getppid record is preceded by a
-// kernel_stack record, as the kernel writes a trigger without a filter, which trace-cmd report reads without a word on
+// stacktrace trigger: each sys_enter_getppid record is followed by a
+// kernel_stack record, as the kernel's trigger writes it, which trace-cmd report reads without a word on
 // stderr and prints as a "<stack trace >" block through the system call's
 // entry, and gtrace report prints the same bytes.
 func TestPrivilegedStacktrace(t *testing.T) {
@@ -151,7 +151,7 @@ func checkLayout(t *testing.T, dat string) {
 }
 
 // TestPrivilegedStacktraceCount: stacktrace:3 on 5 getppid calls writes
-// exactly 3 stacks, before the first 3 events.
+// exactly 3 stacks, after the first 3 events.
 func TestPrivilegedStacktraceCount(t *testing.T) {
 	dat := recordStacks(t, 5, &Stacktrace{Count: 3})
 	want, got := reports(t, dat)
@@ -162,7 +162,7 @@ func TestPrivilegedStacktraceCount(t *testing.T) {
 }
 
 // checkStacks checks a report of events sys_enter_getppid records, the
-// first stacks of them each preceded by a stack block.
+// first stacks of them each followed by a stack block.
 func checkStacks(t *testing.T, text string, events, stacks int) {
 	t.Helper()
 	var seq []string
@@ -176,10 +176,10 @@ func checkStacks(t *testing.T, text string, events, stacks int) {
 	}
 	var want []string
 	for i := range events {
+		want = append(want, "event")
 		if i < stacks {
 			want = append(want, "stack")
 		}
-		want = append(want, "event")
 	}
 	if strings.Join(seq, " ") != strings.Join(want, " ") {
 		t.Errorf("records %v, want %v:\n%s", seq, want, text)

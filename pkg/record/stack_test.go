@@ -31,7 +31,7 @@ func stackTraceFS(t *testing.T) *tracefs.FS {
 }
 
 // TestNewPlanStacktrace: a stacktrace trigger puts the event on a classic
-// program of its own with the stack action before the record, the stack
+// program of its own with the stack action after the record, the stack
 // formats in the plan for the file, the count in the counter map, and
 // says so in --dry-run's description.
 func TestNewPlanStacktrace(t *testing.T) {
@@ -60,8 +60,8 @@ func TestNewPlanStacktrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks before each record (the first 2)\n",
-		"sys_enter_write (ID 840), 40-byte records, the kernel stack before each record\n",
+		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks after each record (the first 2)\n",
+		"sys_enter_write (ID 840), 40-byte records, the kernel stack after each record\n",
 		"FnGetStack",
 	} {
 		if !strings.Contains(b.String(), want) {
