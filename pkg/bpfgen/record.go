@@ -162,6 +162,20 @@ type RecordEvent struct {
 	// the number of system call NAME, which lets a Direct recording
 	// record it in a syscall group (see syscalls.go); nil otherwise.
 	Syscall *uint32
+	// Stack, when not nil, follows each record of the event with a
+	// record of its kernel stack (stack.go). The event then has a
+	// program of its own on its classic tracepoint.
+	Stack *StackTrigger
+}
+
+// StackTrigger is what the stacktrace trigger of an event asks for.
+type StackTrigger struct {
+	ID      int      // the format ID of ftrace:kernel_stack
+	Skip    int      // innermost frames left out
+	Counter *Counter // the firings left; nil: every event
+	// UserID, if not 0, is the format ID of ftrace:user_stack: a
+	// record of the user stack follows each kernel stack.
+	UserID int
 }
 
 // RecordSpec describes the programs and maps of a recording.
@@ -304,11 +318,11 @@ func Record(s *RecordSpec) (*Program, error) {
 			return nil, err
 		}
 		var src Source = Tracepoint{}
-		if d := NewDirect(f, s.Direct); d != nil {
+		if d := NewDirect(f, s.Direct); d != nil && ev.Stack == nil {
 			src = d
 		}
 		shape := ""
-		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil {
+		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil && ev.Stack == nil {
 			shape = recordShape(f)
 		}
 		recorders[i] = Recorder{Point: src.Point(f)}
@@ -326,6 +340,10 @@ func Record(s *RecordSpec) (*Program, error) {
 			Filter:  ev.Filter,
 			ID:      EventID{Const: f.ID},
 			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
+		}
+		if st := ev.Stack; st != nil {
+			sa := &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
+			p.Actions = append(p.Actions, sa)
 		}
 		if shape != "" {
 			byShape[shape] = p

@@ -113,7 +113,7 @@ func commonOnly(bf *parse.BoundFilter) bool {
 // eligible returns the group that could record ev, whatever the other
 // events' filters.
 func eligible(s *RecordSpec, ev RecordEvent) *syscallGroup {
-	if s.Direct == nil || ev.Syscall == nil || (ev.Filter != nil && !commonOnly(ev.Filter)) {
+	if s.Direct == nil || ev.Syscall == nil || ev.Stack != nil || (ev.Filter != nil && !commonOnly(ev.Filter)) {
 		return nil
 	}
 	return syscallLayout(ev.Format)

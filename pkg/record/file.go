@@ -101,6 +101,9 @@ func meta(fs *tracefs.FS, p *Plan, tracer string) (*tracedat.Meta, error) {
 	for _, ev := range p.Events {
 		m.Formats = append(m.Formats, tracedat.FormatText{System: ev.Format.System, Text: ev.Text})
 	}
+	for _, ev := range p.Stacks {
+		m.Formats = append(m.Formats, tracedat.FormatText{System: "ftrace", Text: ev.Text})
+	}
 	return m, nil
 }
 

@@ -37,6 +37,10 @@ const commEntries = 1 << 16
 type EventSpec struct {
 	Pattern string // SYS:EVENT, SYS:*, *:*, EVENT or SYS, as tracefs.Match takes it
 	Filter  string // "" for none
+	// Stacktrace, when not nil, follows each record of the events with
+	// a record of the kernel stack, as the kernel's stacktrace trigger
+	// does (stack.go).
+	Stacktrace *Stacktrace
 }
 
 // Options say what to record.
@@ -76,6 +80,8 @@ type Event struct {
 	// attached is left out with a warning rather than failing the
 	// recording (some tracepoints refuse BPF, e.g. irq_vectors:irq_work_exit).
 	Optional bool
+	// Stacktrace is the event's stacktrace trigger; nil: none.
+	Stacktrace *Stacktrace
 }
 
 // Plan is a recording resolved against the kernel's event formats and
@@ -102,6 +108,9 @@ type Plan struct {
 	// Start fills with FollowPIDs before it attaches them.
 	Follow     bool
 	FollowPIDs []uint32
+	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
+	// when some event has a stacktrace trigger: the file needs them.
+	Stacks []*Event
 }
 
 // NewPlan resolves the events and filters of o against tracefs and
@@ -171,6 +180,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 				return nil, err
 			}
 			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
+			ev.Stacktrace = es.Stacktrace
 			if expr != nil {
 				var pe *parse.Error
 				switch ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); {
@@ -235,8 +245,12 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	} else {
 		spec.OnlyTGIDs = pids
 	}
-	for _, ev := range p.Events {
-		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter}
+	stacks, err := p.stackTriggers(fs)
+	if err != nil {
+		return nil, err
+	}
+	for i, ev := range p.Events {
+		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i]}
 		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
 			re.Syscall = &nr
 		}
@@ -345,6 +359,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
+		}
+		if st := ev.Stacktrace; st != nil {
+			b.WriteString(st.describe())
 		}
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:

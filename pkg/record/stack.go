@@ -1,0 +1,102 @@
+package record
+
+import (
+	"fmt"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// Stacktrace is the stacktrace trigger of an event: each of its records
+// is followed by a record of the kernel's ftrace:kernel_stack event, the
+// kernel stack where the event fired (bpfgen's stack.go), as the kernel's
+// stacktrace trigger, which runs after the event's record is written.
+type Stacktrace struct {
+	// Count is how many firings write a stack, as the kernel's
+	// stacktrace:N counts them: every firing counts; 0: all of them.
+	Count int
+	// User follows each kernel stack with a record of ftrace:user_stack,
+	// the user stack's first 8 frames, as the kernel's userstacktrace
+	// option writes it.
+	User bool
+}
+
+// StackCountsMapName is the map of the stack triggers' counts.
+const StackCountsMapName = "stack_counts"
+
+// stackSkip is how many innermost frames of bpf_get_stack on a classic
+// tracepoint to leave out: none. The BPF program and its glue are not in
+// the stack: it starts at the tracepoint's caller (__traceiter_X, or
+// perf_syscall_enter for syscalls events), where the kernel's trigger
+// shows its trace-event probe first (trace_event_raw_event_X, then
+// __traceiter_X; ftrace_syscall_enter).
+const stackSkip = 0
+
+// stackTriggers returns the stack trigger of each event of the plan (nil
+// for none), and reads the formats of ftrace:kernel_stack, and user_stack
+// if an event asks for it, into p.Stacks.
+func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
+	out := make([]*bpfgen.StackTrigger, len(p.Events))
+	var counts []uint64
+	for _, ev := range p.Events {
+		if st := ev.Stacktrace; st != nil && st.Count > 0 {
+			counts = append(counts, uint64(st.Count))
+		}
+	}
+	formats := map[string]*Event{}
+	format := func(name string) (*Event, error) {
+		if ev := formats[name]; ev != nil {
+			return ev, nil
+		}
+		ev, err := loadEvent(fs, tracefs.Event{System: "ftrace", Name: name})
+		if err != nil {
+			return nil, err
+		}
+		formats[name] = ev
+		p.Stacks = append(p.Stacks, ev)
+		return ev, nil
+	}
+	var counter *bpfgen.Counter
+	for i, ev := range p.Events {
+		st := ev.Stacktrace
+		if st == nil {
+			continue
+		}
+		if st.Count < 0 {
+			return nil, fmt.Errorf("stacktrace of %s: count %d, want 0 (every firing) or more", ev.Format.FullName(), st.Count)
+		}
+		kernel, err := format("kernel_stack")
+		if err != nil {
+			return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
+		}
+		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip}
+		if st.User {
+			user, err := format("user_stack")
+			if err != nil {
+				return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
+			}
+			out[i].UserID = user.Format.ID
+		}
+		if st.Count > 0 {
+			if counter == nil {
+				counter = &bpfgen.Counter{Map: bpfgen.CounterMap(StackCountsMapName, counts)}
+			} else {
+				counter = &bpfgen.Counter{Map: counter.Map, Index: counter.Index + 1}
+			}
+			out[i].Counter = counter
+		}
+	}
+	return out, nil
+}
+
+// describe is --dry-run's words for the trigger.
+func (st *Stacktrace) describe() string {
+	s := ", the kernel stack after each record"
+	if st.User {
+		s = ", the kernel and user stacks after each record"
+	}
+	if st.Count > 0 {
+		s += fmt.Sprintf(" (the first %d)", st.Count)
+	}
+	return s
+}
