@@ -747,6 +747,8 @@ func emitLocEnd(b *Builder, d *parse.Field) {
 // commProgram remembers the name of every task that leaves a CPU: at
 // sched_switch the current task is the one switched out, so every task
 // that ran, short-lived ones included, gets its comm stored under its pid.
+// It also runs at sched_process_exit, where the current task is the one
+// exiting, not yet reaped.
 func commProgram() asm.Instructions {
 	const commSlot = -CommLen - 8
 	b := &Builder{}

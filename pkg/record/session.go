@@ -167,9 +167,15 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 			}
 		}()
 	}
-	if err = s.objs.AttachTracepoint(bpfgen.CommProgName, "sched", "sched_switch"); err != nil {
-		s.stopReaders()
-		return nil, err
+	// The comm program names every task that leaves a CPU, and every
+	// task that exits, before its parent can reap it (gone from /proc
+	// then) and before its last switch: a live output that looks a pid
+	// up finds the task in /proc or in the map, never in neither.
+	for _, at := range []string{"sched_switch", "sched_process_exit"} {
+		if err = s.objs.AttachTracepoint(bpfgen.CommProgName, "sched", at); err != nil {
+			s.stopReaders()
+			return nil, err
+		}
 	}
 	attached := 0
 	done := map[string]error{} // group programs, attached once for all their events
