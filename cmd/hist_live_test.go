@@ -17,7 +17,8 @@ import (
 func TestPrivilegedHistGetppidCount(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	const n = 1234
-	args := append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall"}, workload(t, fmt.Sprintf("getppid %d", n))...)
+	// --follow: the workload's calls only, whatever else runs a cmd.test.
+	args := append([]string{"hist", "-e", "raw_syscalls:sys_enter", "-k", "common_pid.execname,id.syscall", "--follow"}, workload(t, fmt.Sprintf("getppid %d", n))...)
 	out, errOut, code := run(t, args...)
 	if code != 0 {
 		t.Fatalf("gtrace hist exit %d, stderr:\n%s", code, errOut)
