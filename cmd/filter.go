@@ -27,6 +27,7 @@ type filterOptions struct {
 	Check       bool
 	Quiet       bool
 	DryRun      bool
+	StartOff    bool
 	Command     []string
 }
 
@@ -133,6 +134,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f.BoolVar(&o.Check, "check", false, "check the filters against the events' formats, print them in normal form, load nothing")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line (warnings and the statistics stay)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon trigger (-R) fires")
 	return c
 }
 
@@ -161,7 +163,7 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff})
 	if err != nil {
 		return err
 	}

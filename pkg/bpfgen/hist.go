@@ -122,6 +122,9 @@ type Program struct {
 	Collection *ebpf.CollectionSpec
 	// Recorders, from Record, says which program records each event.
 	Recorders []Recorder
+	// Control, from Record, is the layout of the control map, nil when
+	// the recording has none (see control.go).
+	Control *Control
 }
 
 // Hist builds the collection (program, hist hash map, drop counter) for a

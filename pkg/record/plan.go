@@ -37,6 +37,9 @@ const commEntries = 1 << 16
 type EventSpec struct {
 	Pattern string // SYS:EVENT, SYS:*, *:*, EVENT or SYS, as tracefs.Match takes it
 	Filter  string // "" for none
+	// Triggers are the -R that followed the -e, in order: each is
+	// applied to every event the -e names (TriggerSets).
+	Triggers []string
 }
 
 // Options say what to record.
@@ -63,6 +66,9 @@ type Options struct {
 	// for a live output (see bpfgen.RecordSpec.Stream); by default they
 	// batch them.
 	Stream bool
+	// StartOff starts the recording with tracing off: nothing is
+	// recorded until a traceon trigger fires.
+	StartOff bool
 }
 
 // Event is one event that a plan records.
@@ -76,6 +82,11 @@ type Event struct {
 	// attached is left out with a warning rather than failing the
 	// recording (some tracepoints refuse BPF, e.g. irq_vectors:irq_work_exit).
 	Optional bool
+	// Triggers are the event's -R triggers, in the trigger file's order.
+	Triggers []*parse.BoundTrigger
+	// SoftDisabled: no -e names the event, the target of an
+	// enable_event: it is recorded only once the trigger enables it.
+	SoftDisabled bool
 }
 
 // Plan is a recording resolved against the kernel's event formats and
@@ -102,6 +113,14 @@ type Plan struct {
 	// Start fills with FollowPIDs before it attaches them.
 	Follow     bool
 	FollowPIDs []uint32
+	startOff   bool // tracing starts off (Options.StartOff)
+}
+
+func startOff(off bool) string {
+	if off {
+		return "; tracing starts off"
+	}
+	return ""
 }
 
 // NewPlan resolves the events and filters of o against tracefs and
@@ -142,7 +161,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 		cpus = o.CPUs
 	}
-	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page}
+	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page, startOff: o.StartOff}
 
 	index := map[tracefs.Event]int{}
 	for _, es := range o.Events {
@@ -203,6 +222,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 	}
 
+	if err := p.bindTriggers(fs, o, index); err != nil {
+		return nil, err
+	}
 	spec := &bpfgen.RecordSpec{
 		CPUs:        p.FileCPUs,
 		OnlyCPUs:    o.CPUs,
@@ -212,6 +234,8 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
 		Stream:      o.Stream,
+		StartOff:    o.StartOff,
+		Control:     o.StartOff,
 	}
 	if !o.Classic {
 		spec.Shared = true
@@ -236,7 +260,11 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		spec.OnlyTGIDs = pids
 	}
 	for _, ev := range p.Events {
-		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter}
+		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, SoftDisabled: ev.SoftDisabled}
+		if re.Triggers, err = recordTriggers(ev, p.Events); err != nil {
+			return nil, err
+		}
+		spec.Control = spec.Control || len(re.Triggers) > 0
 		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
 			re.Syscall = &nr
 		}
@@ -346,6 +374,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		if ev.Filter != nil {
 			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
 		}
+		if ev.SoftDisabled {
+			b.WriteString(", [soft disabled]")
+		}
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
@@ -355,6 +386,13 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, ", sharing its program (cookie %d)", r.Point.Cookie)
 		}
 		b.WriteString("\n")
+		for _, t := range ev.Triggers {
+			fmt.Fprintf(&b, "#   trigger %s\n", t.Trigger.Listing())
+		}
+	}
+	if p.Program.Control != nil {
+		fmt.Fprintf(&b, "# control map %s: %d words (off, tracing off, a soft-disable word per event, a count and a fires word per trigger)%s\n",
+			bpfgen.SwitchMapName, p.Program.Control.Words(), startOff(p.startOff))
 	}
 	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
 		p.RingSize>>10, cpuList(p.CPUs), p.Clock, p.PageSize)

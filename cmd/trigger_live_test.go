@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+)
+
+// triggerEvents records the "write-getppid 10" workload (writes of 1..10
+// bytes to fd 100, each followed by a getppid) with args, and returns
+// what the file holds in order: the size of each write recorded, and 0
+// for each getppid.
+func triggerEvents(t *testing.T, args ...string) []int {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "trigger.dat")
+	args = append(append([]string{"record", "-q", "-o", file}, args...), "--follow")
+	args = append(args, workload(t, "write-getppid 10")...)
+	if _, errOut, code := run(t, args...); code != 0 {
+		t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	var got []int
+	write := regexp.MustCompile(`sys_enter_write: +fd: 0x0*64, buf: 0x[0-9a-f]+, count: (0x[0-9a-f]+)`)
+	for _, line := range strings.Split(traceCmdReport(t, file), "\n") {
+		switch {
+		case strings.Contains(line, "sys_enter_getppid:"):
+			got = append(got, 0)
+		case write.MatchString(line):
+			n, err := strconv.ParseInt(write.FindStringSubmatch(line)[1], 0, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, int(n))
+		}
+	}
+	return got
+}
+
+// sizes returns the writes of sizes from..to, each followed by a getppid
+// when getppid is set.
+func sizes(from, to int, getppid bool) []int {
+	var s []int
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+		if getppid {
+			s = append(s, 0)
+		}
+	}
+	return s
+}
+
+// TestPrivilegedTriggers runs traceon, traceoff and enable_event triggers
+// on the writes of a helper, filtered to its own fd 100 and followed
+// from its start, and checks exactly which events the file holds. The
+// kernel (6.18, an instance with the same filter and trigger) records
+// the writes 1..5 for "traceoff if count == 5" and 3.. for a traceon on
+// the write of 3: the event that fires a trigger is recorded.
+func TestPrivilegedTriggers(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	w := []string{"-e", "syscalls:sys_enter_write", "-f", "fd == 100"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []int
+	}{
+		{"traceoff if", append(w, "-R", "traceoff if count == 5"), sizes(1, 5, false)},
+		// A firing while tracing is off changes nothing and spends
+		// no count: the traceon of 3 and the traceoff of 5 each fire
+		// once, for good.
+		{"traceon traceoff start-off", append([]string{"--start-off"}, append(w, "-R", "traceon if count == 3", "-R", "traceoff if count == 5")...), sizes(3, 5, false)},
+		// Three state changes each: on at 2, off at 3, on at 4, off at
+		// 5, on at 6, off at 7; the counts are spent, so 8..10 stay off.
+		{"traceon:3 traceoff:3", append([]string{"--start-off"}, append(w, "-R", "traceon:3 if count == 2 || count == 4 || count == 6 || count == 8", "-R", "traceoff:3 if count == 3 || count == 5 || count == 7 || count == 9")...), []int{2, 3, 4, 5, 6, 7}},
+		{"traceoff:3 unfiltered", append(w, "-R", "traceoff:3", "-R", "traceon if count > 3"), []int{1, 4, 5, 6, 7, 8, 9, 10}},
+		{"enable_event", append(w, "-R", "enable_event:syscalls:sys_enter_getppid if count == 3"), append(sizes(1, 2, false), sizes(3, 10, true)...)},
+		{"enable_event disable_event", append(w, "-R", "enable_event:syscalls:sys_enter_getppid if count == 3", "-R", "disable_event:syscalls:sys_enter_getppid if count == 6"),
+			append(append(sizes(1, 2, false), sizes(3, 5, true)...), sizes(6, 10, false)...)},
+		{"removed", append(w, "-R", "traceoff if count == 2", "-R", "!traceoff"), sizes(1, 10, false)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := triggerEvents(t, tc.args...); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("gtrace record %s:\n got %v\nwant %v", strings.Join(tc.args, " "), got, tc.want)
+			}
+		})
+	}
+}
