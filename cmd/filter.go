@@ -28,7 +28,10 @@ type filterOptions struct {
 	Quiet       bool
 	DryRun      bool
 	StartOff    bool
-	Command     []string
+	// Fired prints a line on stderr when a trigger fires (gtrace
+	// trigger).
+	Fired   bool
+	Command []string
 }
 
 var filterFormats = []string{"text", "ndjson"}
@@ -181,10 +184,14 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		Output: o.Output,
 		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
 		Err:    d.Err,
+		Fired:  o.Fired,
 	})
 	lo := live.Options{
 		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration,
 		Quiet: o.Quiet, NoStatus: true,
+	}
+	if o.Fired {
+		lo.Interval = firedInterval
 	}
 	if o.Follow {
 		lo.Follow = job.Follow

@@ -88,3 +88,42 @@ func TestPrivilegedTriggers(t *testing.T) {
 		})
 	}
 }
+
+// TestPrivilegedTriggerCommand runs gtrace trigger on the helper's
+// writes: it prints the writes of 1..5 bytes and the getppid calls from
+// the write of 2 bytes on, up to the traceoff, and says on stderr that
+// each trigger fired once.
+func TestPrivilegedTriggerCommand(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	args := append([]string{"trigger", "-q", "--follow", "-e", "syscalls:sys_enter_write", "-f", "fd == 100",
+		"traceoff if count == 5", "enable_event:syscalls:sys_enter_getppid if count == 2"}, workload(t, "write-getppid 10")...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			t.Fatalf("line %q", l)
+		}
+		name := strings.TrimSuffix(f[3], ":")
+		if name == "sys_enter_write" {
+			name += " " + f[len(f)-1]
+		}
+		got = append(got, name)
+	}
+	want := "[sys_enter_write 0x00000001 sys_enter_write 0x00000002 sys_enter_getppid " +
+		"sys_enter_write 0x00000003 sys_enter_getppid sys_enter_write 0x00000004 sys_enter_getppid sys_enter_write 0x00000005]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("stdout:\n%s\ngot  %v\nwant %s", out, got, want)
+	}
+	for _, w := range []string{
+		"gtrace: syscalls:sys_enter_write: enable_event:syscalls:sys_enter_getppid if count == 2 fired (1 in all)\n",
+		"gtrace: syscalls:sys_enter_write: traceoff if count == 5 fired (1 in all)\n",
+	} {
+		if strings.Count(errOut, w) != 1 {
+			t.Errorf("stderr has not once %q:\n%s", w, errOut)
+		}
+	}
+}

@@ -162,3 +162,74 @@ func recordTriggers(ev *Event, events []*Event) ([]bpfgen.RecordTrigger, error) 
 	}
 	return out, nil
 }
+
+// PlanTrigger is a trigger of a plan, in the order of Session.Fired.
+type PlanTrigger struct {
+	Event   string         // SYS:EVENT
+	Trigger *parse.Trigger // as given
+}
+
+// Triggers returns the plan's triggers: each event's, in the plan's
+// order of events and the trigger file's order of an event's triggers.
+func (p *Plan) Triggers() []PlanTrigger {
+	var out []PlanTrigger
+	for _, ev := range p.Events {
+		for _, bt := range ev.Triggers {
+			out = append(out, PlanTrigger{Event: ev.Format.FullName(), Trigger: bt.Trigger})
+		}
+	}
+	return out
+}
+
+// Fired returns how many times each trigger of the plan has fired (it
+// changed what it changes), in the order of Plan.Triggers.
+func (s *Session) Fired() ([]uint64, error) {
+	if s.control == nil {
+		return nil, nil
+	}
+	w, err := s.objs.Words(bpfgen.SwitchMapName)
+	if err != nil {
+		return nil, err
+	}
+	if len(w) < s.control.Words() {
+		return nil, fmt.Errorf("control map: %d words, want %d", len(w), s.control.Words())
+	}
+	fired := make([]uint64, s.control.Triggers)
+	for t := range fired {
+		fired[t] = w[s.control.FiresWord(t)]
+	}
+	return fired, nil
+}
+
+// TriggerListing returns the trigger files of the events that specs put
+// triggers on, as the kernel would list them after the -R writes
+// (parse.TriggerSet.Listing), each trigger checked against its event's
+// format and its target looked up, without loading anything: one
+// event's listing alone, several each after a line "# SYS:EVENT".
+func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
+	sets, err := TriggerSets(fs, specs)
+	if err != nil {
+		return "", err
+	}
+	lookup := func(system, event string) (*parse.Format, bool) {
+		f, err := fs.Format(tracefs.Event{System: system, Name: event})
+		return f, err == nil && system != "ftrace"
+	}
+	var b strings.Builder
+	for _, et := range sets {
+		f, err := fs.Format(et.Event)
+		if err != nil {
+			return "", err
+		}
+		for _, t := range et.Set.Triggers() {
+			if _, err := t.Bind(f, lookup); err != nil {
+				return "", err
+			}
+		}
+		if len(sets) > 1 {
+			fmt.Fprintf(&b, "# %s\n", et.Event)
+		}
+		b.WriteString(et.Set.Listing())
+	}
+	return b.String(), nil
+}
