@@ -66,6 +66,82 @@ func ControlMap(name string, c Control, init []uint64) *ebpf.MapSpec {
 		Contents: []ebpf.MapKV{{Key: uint32(0), Value: v}}}
 }
 
+// RecordTrigger is a trigger of an event that changes a state of the
+// session: tracing, or an event's soft-disable word.
+type RecordTrigger struct {
+	Cmd    parse.TriggerCmd   // traceon, traceoff, enable_event or disable_event
+	Filter *parse.BoundFilter // nil: every event
+	Count  int64              // the count; -1: unlimited
+	Target int                // enable_event, disable_event: the target's event index in the session
+}
+
+// SessionControl returns the layout and the spec of a session's control
+// map, for events with triggers[e] each (triggers numbered in that
+// order), the events of soft starting soft disabled, and tracing off
+// with startOff; each count word holds its trigger's count.
+func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Control, *ebpf.MapSpec, error) {
+	ctl := &Control{Events: len(triggers)}
+	for _, trs := range triggers {
+		ctl.Triggers += len(trs)
+	}
+	if ctl.Words() > 1<<12 {
+		return nil, nil, fmt.Errorf("%d events and %d triggers take more control words than a program can address", ctl.Events, ctl.Triggers)
+	}
+	init := make([]uint64, ctl.Words())
+	if startOff {
+		init[ControlTracingOff] = 1
+	}
+	t := 0
+	for e, trs := range triggers {
+		if e < len(soft) && soft[e] {
+			init[ctl.SoftWord(e)] = 1
+		}
+		for _, tr := range trs {
+			if tr.Cmd.HasTarget() && (tr.Target < 0 || tr.Target >= ctl.Events) {
+				return nil, nil, fmt.Errorf("trigger %s: target %d is no event of the session", tr.Cmd, tr.Target)
+			}
+			if tr.Count >= 0 {
+				init[ctl.CountWord(t)] = uint64(tr.Count)
+			}
+			t++
+		}
+	}
+	return ctl, ControlMap(SwitchMapName, *ctl, init), nil
+}
+
+// actions returns the actions of event e's program in a session with a
+// control map m: the event's triggers trs (numbered from first) that turn
+// something on (traceon, enable_event), then inner, gated on tracing on,
+// the event's soft-disable word and filter, then the triggers that turn
+// something off (traceoff, disable_event). So the event that fires a
+// trigger is in the window it opens or closes, recorded either way, as
+// the kernel records it when the event has a filter (its buffered event
+// is written after the triggers ran).
+func (c *Control) actions(m *ebpf.MapSpec, e int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
+	var on, off []Action
+	for i, tr := range trs {
+		t := first + i
+		a := &TriggerAction{Control: m, Filter: tr.Filter, Count: -1, Fires: c.FiresWord(t)}
+		if tr.Count >= 0 {
+			a.Count = c.CountWord(t)
+		}
+		switch tr.Cmd {
+		case parse.TrigTraceOn, parse.TrigTraceOff:
+			a.State = ControlTracingOff
+		default:
+			a.State = c.SoftWord(tr.Target)
+		}
+		if tr.Cmd == parse.TrigTraceOff || tr.Cmd == parse.TrigDisableEvent {
+			a.To = 1
+			off = append(off, a)
+		} else {
+			on = append(on, a)
+		}
+	}
+	gated := &GatedAction{Control: m, Words: []int{ControlTracingOff, c.SoftWord(e)}, Filter: filter, Inner: inner}
+	return append(append(on, gated), off...)
+}
+
 // emitControl looks the control map up with the u32 key at R10+key and
 // leaves the pointer to its words in R0; it jumps to miss if the lookup
 // fails. Clobbers R1-R5.

@@ -170,15 +170,6 @@ type RecordEvent struct {
 	SoftDisabled bool
 }
 
-// RecordTrigger is a trigger of a recorded event that changes a state
-// of the recording (see control.go).
-type RecordTrigger struct {
-	Cmd    parse.TriggerCmd   // traceon, traceoff, enable_event or disable_event
-	Filter *parse.BoundFilter // nil: every event
-	Count  int64              // the count; -1: unlimited
-	Target int                // enable_event, disable_event: the target's index in Events
-}
-
 // RecordSpec describes the programs and maps of a recording.
 type RecordSpec struct {
 	Events      []RecordEvent
@@ -292,7 +283,12 @@ func Record(s *RecordSpec) (*Program, error) {
 	var ctl *Control
 	if s.Control {
 		var err error
-		if ctl, shared[len(shared)-1], err = controlMap(s); err != nil {
+		triggers := make([][]RecordTrigger, len(s.Events))
+		soft := make([]bool, len(s.Events))
+		for i, ev := range s.Events {
+			triggers[i], soft[i] = ev.Triggers, ev.SoftDisabled
+		}
+		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, s.StartOff); err != nil {
 			return nil, err
 		}
 	}
@@ -359,7 +355,11 @@ func Record(s *RecordSpec) (*Program, error) {
 			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
 		}
 		if ctl != nil {
-			p.Filter, p.Actions = nil, controlActions(s, ctl, shared[len(shared)-1], i, p.Actions[0])
+			first := 0
+			for _, prev := range s.Events[:i] {
+				first += len(prev.Triggers)
+			}
+			p.Filter, p.Actions = nil, ctl.actions(shared[len(shared)-1], i, ev.Triggers, first, ev.Filter, p.Actions[0])
 		}
 		if shape != "" {
 			byShape[shape] = p
@@ -399,78 +399,6 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 	}
 	return &Program{Collection: c.Spec(), Recorders: recorders, Control: ctl}, nil
-}
-
-// controlMap returns the layout and the spec of a recording's control
-// map, its words set to how the recording starts: tracing off with
-// StartOff, the soft-disabled events' words set, each count word to its
-// trigger's count.
-func controlMap(s *RecordSpec) (*Control, *ebpf.MapSpec, error) {
-	ctl := &Control{Events: len(s.Events)}
-	for _, ev := range s.Events {
-		ctl.Triggers += len(ev.Triggers)
-	}
-	init := make([]uint64, ctl.Words())
-	if s.StartOff {
-		init[ControlTracingOff] = 1
-	}
-	t := 0
-	for i, ev := range s.Events {
-		if ev.SoftDisabled {
-			init[ctl.SoftWord(i)] = 1
-		}
-		for _, tr := range ev.Triggers {
-			if tr.Cmd.HasTarget() && (tr.Target < 0 || tr.Target >= len(s.Events)) {
-				return nil, nil, fmt.Errorf("event %s: trigger %s: target %d is no event of the recording", ev.Format.FullName(), tr.Cmd, tr.Target)
-			}
-			if tr.Count >= 0 {
-				init[ctl.CountWord(t)] = uint64(tr.Count)
-			}
-			t++
-		}
-	}
-	if ctl.Words() > 1<<12 {
-		return nil, nil, fmt.Errorf("record: %d events and %d triggers take more control words than a program can address", ctl.Events, ctl.Triggers)
-	}
-	return ctl, ControlMap(SwitchMapName, *ctl, init), nil
-}
-
-// controlActions returns the actions of event e's program in a recording
-// with a control map: the event's triggers that turn something on
-// (traceon, enable_event), rec, gated on tracing on, the event's
-// soft-disable word and its filter, then the triggers that turn something
-// off (traceoff, disable_event). So the event that fires a trigger is in
-// the window it opens or closes, recorded either way, as the kernel
-// records it when the event has a filter (its buffered event is written
-// after the triggers ran).
-func controlActions(s *RecordSpec, ctl *Control, m *ebpf.MapSpec, e int, rec Action) []Action {
-	ev := s.Events[e]
-	var on, off []Action
-	t := 0
-	for _, prev := range s.Events[:e] {
-		t += len(prev.Triggers)
-	}
-	for _, tr := range ev.Triggers {
-		a := &TriggerAction{Control: m, Filter: tr.Filter, Count: -1, Fires: ctl.FiresWord(t)}
-		if tr.Count >= 0 {
-			a.Count = ctl.CountWord(t)
-		}
-		switch tr.Cmd {
-		case parse.TrigTraceOn, parse.TrigTraceOff:
-			a.State = ControlTracingOff
-		default:
-			a.State = ctl.SoftWord(tr.Target)
-		}
-		if tr.Cmd == parse.TrigTraceOff || tr.Cmd == parse.TrigDisableEvent {
-			a.To = 1
-			off = append(off, a)
-		} else {
-			on = append(on, a)
-		}
-		t++
-	}
-	gated := &GatedAction{Control: m, Words: []int{ControlTracingOff, ctl.SoftWord(e)}, Filter: ev.Filter, Inner: rec}
-	return append(append(on, gated), off...)
 }
 
 // recordShape is what the record programs of two events must have alike
