@@ -127,3 +127,35 @@ func TestPrivilegedTriggerCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedHistTriggers runs traceoff and traceon triggers on a live
+// hist of the helper's writes: the hist counts exactly the writes of the
+// window, the firing ones included.
+func TestPrivilegedHistTriggers(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	w := []string{"hist", "-q", "--follow", "-e", "syscalls:sys_enter_write", "-f", "fd == 100", "-k", "count"}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		from, to int
+	}{
+		{"traceoff", append(w, "-R", "traceoff if count == 5"), 1, 5},
+		{"start-off traceon traceoff", append(append([]string{}, w...), "--start-off", "-R", "traceon if count == 3", "-R", "traceoff:1 if count >= 7"), 3, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, tc.args...), workload(t, "write 10")...)
+			out, errOut, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+			}
+			var want strings.Builder
+			for i := tc.from; i <= tc.to; i++ {
+				fmt.Fprintf(&want, "{ count: %10d } hitcount:          1\n", i)
+			}
+			fmt.Fprintf(&want, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: 0\n", tc.to-tc.from+1, tc.to-tc.from+1)
+			if !strings.Contains(out, want.String()) {
+				t.Errorf("gtrace %s:\n%s\nwant the entries and totals:\n%s", strings.Join(tc.args, " "), out, want.String())
+			}
+		})
+	}
+}

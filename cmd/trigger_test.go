@@ -47,6 +47,10 @@ func TestTriggerBadInput(t *testing.T) {
 		{[]string{"trigger", "--list", "traceon", "-e", "sched:sched_switch"}, 2, `trigger "traceon" comes before any -e`, false},
 		{[]string{"record", "-R", "traceon", "-e", "sched:sched_switch"}, 2, `a trigger must follow the -e EVENT it is on`, false},
 		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "traceoff if next_pid ==", "-o", "x.dat"}, 2, `^gtrace: -R:1:`, true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "enable_event:sched:sched_waking"}, 2,
+			"-R:1:14: sched:sched_waking has no hist here\n  enable_event:sched:sched_waking\n               \\^~~~~~~~~~~~~~~~~~\n  hint: enable_event turns the counting of a hist of this command on or off: give sched:sched_waking its own -e\n", true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "stacktrace"}, 2, `-R:1:1: not implemented by gtrace: the stacktrace trigger`, true},
+		{[]string{"hist", "-i", "x.dat", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "traceoff"}, 2, `-R runs triggers in BPF, on live events: not with -i`, false},
 	} {
 		t.Run(tc.args[len(tc.args)-1], func(t *testing.T) {
 			d, _, errb := fakeDeps(t)

@@ -75,6 +75,19 @@ type HistSpec struct {
 	// it. Loading it needs the kernel's BTF.
 	Direct *DirectOptions
 	Event  *parse.Format
+	// Control, when not nil, puts the hist in a session with a control
+	// map (control.go): it counts only while tracing is on and its event
+	// is enabled, and runs its event's triggers.
+	Control *HistControl
+}
+
+// HistControl is a hist's part of a session's control map.
+type HistControl struct {
+	Map      *ebpf.MapSpec   // the session's control map (SessionControl)
+	Layout   *Control        // its layout
+	Event    int             // the hist's event in the session: its soft-disable word
+	Triggers []RecordTrigger // the triggers this hist's program runs
+	First    int             // the session's number of the first of Triggers
 }
 
 // HistTracepoint returns the raw tracepoint that Hist puts the program of
@@ -145,15 +158,18 @@ func Hist(s *HistSpec) (*Program, error) {
 		}
 		gate.Follow = FollowMapName
 	}
-	err := c.Add(&Prog{
+	p := &Prog{
 		Name:    HistProgName,
 		Source:  src,
 		Gate:    gate,
 		Filter:  s.Filter,
 		ID:      EventID{Const: s.Event.ID},
 		Actions: []Action{NewHistAction(&s.HistLayout, HistMapName, DropsMapName)},
-	})
-	if err != nil {
+	}
+	if hc := s.Control; hc != nil {
+		p.Filter, p.Actions = nil, hc.Layout.actions(hc.Map, hc.Event, hc.Triggers, hc.First, s.Filter, p.Actions[0])
+	}
+	if err := c.Add(p); err != nil {
 		return nil, err
 	}
 	return &Program{Collection: c.Spec()}, nil

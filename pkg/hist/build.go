@@ -102,6 +102,8 @@ func LocalResolver() Resolver {
 type EventHist struct {
 	Event string // SYS:EVENT or a unique EVENT
 	Spec  *parse.HistSpec
+	// Triggers are the -R of the hist's -e, in order (sessionControl).
+	Triggers []string
 }
 
 // LiveConfig is a live hist command: the hists, each on its event, and
@@ -116,6 +118,9 @@ type LiveConfig struct {
 	// names (the command), and every process they fork from the start
 	// on.
 	Follow bool
+	// StartOff starts with tracing off: nothing counts until a traceon
+	// trigger fires.
+	StartOff bool
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -144,7 +149,11 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
-	for _, h := range cfg.Hists {
+	ctls, err := sessionControl(fs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range cfg.Hists {
 		ev, err := fs.Lookup(h.Event)
 		if err != nil {
 			return nil, err
@@ -154,6 +163,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 			return nil, err
 		}
 		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
+		if ctls != nil {
+			o.Control = ctls[i]
+		}
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
@@ -212,6 +224,9 @@ func followed(pids []uint32) string {
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
 	for _, c := range j.compiled {
+		if c.Layout.Control != nil && len(j.lives) > 0 {
+			c.share = j.lives[0].objs // one control map for the session
+		}
 		l, err := Start(c, j.follow)
 		if err != nil {
 			j.close()

@@ -25,6 +25,9 @@ type LiveOptions struct {
 	// (bpfgen.HistSpec's Direct; probe.DirectOptions); Start falls back
 	// to the classic tracepoint if the kernel refuses it.
 	Direct *bpfgen.DirectOptions
+	// Control, when not nil, is the hist's part of the session's
+	// control map (triggers, --start-off; see sessionControl).
+	Control *bpfgen.HistControl
 }
 
 // Compiled is a plan turned into a BPF program for one event.
@@ -37,6 +40,7 @@ type Compiled struct {
 	// on the event's classic tracepoint, for kernels that refuse the
 	// first.
 	Fallback *bpfgen.Program
+	share    *probe.Objects // a loaded hist whose control map this one uses
 }
 
 // Compile generates the program that fills the plan's layout.
@@ -48,6 +52,7 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		Follow:     o.Follow,
 		Direct:     o.Direct,
 		Event:      f,
+		Control:    o.Control,
 	}
 	prog, err := bpfgen.Hist(l)
 	if err != nil {
@@ -103,7 +108,7 @@ type Live struct {
 // attaches it to the event. A hist that follows processes
 // (LiveOptions.Follow) starts with those of follow in its follow map.
 func Start(c *Compiled, follow []uint32) (*Live, error) {
-	objs, prog, err := probe.LoadBest(c.Program, c.Fallback)
+	objs, prog, err := probe.LoadBestSharing(c.Program, c.Fallback, c.share, bpfgen.SwitchMapName)
 	if err != nil {
 		return nil, err
 	}

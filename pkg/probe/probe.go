@@ -30,10 +30,14 @@ type Objects struct {
 // Load loads a collection. A verifier rejection is returned as a
 // *LoadError that carries the verifier's log and the program listing;
 // missing privileges wrap ErrPermission with the capabilities to grant.
-func Load(p *bpfgen.Program) (*Objects, error) {
+func Load(p *bpfgen.Program) (*Objects, error) { return load(p, nil) }
+
+// load loads a collection, its maps named in replace taken from there.
+func load(p *bpfgen.Program, replace map[string]*ebpf.Map) (*Objects, error) {
 	_ = rlimit.RemoveMemlock()
 	coll, err := ebpf.NewCollectionWithOptions(p.Collection, ebpf.CollectionOptions{
-		Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 16},
+		Programs:        ebpf.ProgramOptions{LogSizeStart: 1 << 16},
+		MapReplacements: replace,
 	})
 	if err != nil {
 		err = explain("load BPF program", err)
@@ -53,11 +57,27 @@ func Load(p *bpfgen.Program) (*Objects, error) {
 // bpf_get_attach_cookie (Linux < 5.15): the fallback records and counts
 // the same events, at a higher cost per event.
 func LoadBest(best, fallback *bpfgen.Program) (*Objects, *bpfgen.Program, error) {
-	o, err := Load(best)
+	return LoadBestSharing(best, fallback, nil, "")
+}
+
+// LoadBestSharing is LoadBest for a collection that uses the map named
+// name of from, an already loaded collection, instead of making its own:
+// the control map of a session of several collections (bpfgen.Control).
+// A nil from shares nothing.
+func LoadBestSharing(best, fallback *bpfgen.Program, from *Objects, name string) (*Objects, *bpfgen.Program, error) {
+	var replace map[string]*ebpf.Map
+	if from != nil {
+		m := from.Map(name)
+		if m == nil {
+			return nil, nil, fmt.Errorf("share map %s: the loaded collection has none", name)
+		}
+		replace = map[string]*ebpf.Map{name: m}
+	}
+	o, err := load(best, replace)
 	if err == nil || fallback == nil {
 		return o, best, err
 	}
-	o, ferr := Load(fallback)
+	o, ferr := load(fallback, replace)
 	if ferr != nil {
 		return nil, nil, errors.Join(err, ferr)
 	}
