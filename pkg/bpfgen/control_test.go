@@ -140,3 +140,32 @@ func TestControlNone(t *testing.T) {
 		t.Errorf("a recording without triggers has control %+v, switch of %d bytes", p.Control, p.Collection.Maps[SwitchMapName].ValueSize)
 	}
 }
+
+// TestControlHist checks a hist in a session with a control map: the
+// count runs gated on tracing and the event's soft word (here event 1),
+// with the hist's filter inside the gate, and its traceoff after it.
+func TestControlHist(t *testing.T) {
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
+	ctl, m, err := SessionControl([][]RecordTrigger{nil, {{Cmd: parse.TrigTraceOff, Count: 2}}}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Hist(&HistSpec{
+		HistLayout: HistLayout{Keys: []KeySlot{{Src: SrcPID, Size: 8}}, KeySize: 8, ValueSize: 8, CommOff: -1, MaxEntries: 2048},
+		Event:      f,
+		Control:    &HistControl{Map: m, Layout: ctl, Event: 1, Triggers: []RecordTrigger{{Cmd: parse.TrigTraceOff, Count: 2}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Collection.Maps[SwitchMapName] != m {
+		t.Errorf("the hist's collection does not have the session's control map")
+	}
+	got := noLabels(lines(p.Collection.Programs[HistProgName].Instructions))
+	gate := "LdXMemDW dst: r1 src: r0 off: 8 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\nLdXMemDW dst: r1 src: r0 off: 24 imm: 0\nJNEImm dst: r1 off: -1 imm: 0"
+	off := "MovImm dst: r0 imm: 0\nMovImm dst: r1 imm: 1\nStXAtomicCmpXchgDW dst: r7 src: r1 off: 8"
+	g, o, h := strings.Index(got, gate), strings.Index(got, off), strings.Index(got, "FnMapLookupElem\nJEqImm dst: r0 off: -1 imm: 0\nMovReg dst: r8 src: r0")
+	if g < 0 || o < 0 || h < 0 || !(g < h && h < o) {
+		t.Errorf("want the gate, the count, then the traceoff (at %d, %d, %d):\n%s", g, h, o, got)
+	}
+}
