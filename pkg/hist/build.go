@@ -130,7 +130,8 @@ type LiveJob struct {
 	infos    []string // the trigger info of each compiled hist
 	compiled []*Compiled
 	lives    []*Live
-	follow   []uint32 // with cfg.Follow, the processes followed from the start
+	follow   []uint32   // with cfg.Follow, the processes followed from the start
+	triggers [][]string // each hist's -R triggers, as the trigger file lists them
 }
 
 // NewLive resolves the hist against each event's format in fs, binds its
@@ -149,7 +150,7 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
-	ctls, err := sessionControl(fs, cfg)
+	ctls, listings, err := sessionControl(fs, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +175,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 			return nil, err
 		}
 		j.compiled = append(j.compiled, c)
+		if listings != nil {
+			j.triggers = append(j.triggers, listings[i])
+		}
 		j.infos = append(j.infos, h.Spec.String()+" [active]")
 	}
 	return j, nil
@@ -183,6 +187,14 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 func (j *LiveJob) Describe(w io.Writer) error {
 	for i, c := range j.compiled {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
+		if i < len(j.triggers) {
+			for _, l := range j.triggers[i] {
+				fmt.Fprintf(w, "# trigger %s\n", l)
+			}
+		}
+		if i == 0 && j.cfg.StartOff {
+			fmt.Fprintln(w, "# tracing starts off: nothing counts until a traceon fires")
+		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)

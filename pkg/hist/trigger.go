@@ -18,13 +18,15 @@ import (
 // hist on and off; enable_event and disable_event turn that of the target
 // event's hists on and off, and must name an event with a hist. A target
 // of an enable_event starts soft disabled: counted from the firing on.
-func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, error) {
+// Listings are each hist's triggers as the trigger file lists them, for
+// --dry-run.
+func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl, listings [][]string, err error) {
 	need := cfg.StartOff
 	for _, h := range cfg.Hists {
 		need = need || len(h.Triggers) > 0
 	}
 	if !need {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var events []*parse.Format
 	index := map[tracefs.Event]int{}
@@ -32,13 +34,13 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, erro
 	for i, h := range cfg.Hists {
 		ev, err := fs.Lookup(h.Event)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		e, ok := index[ev]
 		if !ok {
 			f, err := fs.Format(ev)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			e = len(events)
 			index[ev] = e
@@ -51,13 +53,13 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, erro
 		for _, src := range h.Triggers {
 			t, err := parse.ParseTrigger("-R", src)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := supported(t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := sets[histEvent[i]].Apply(t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -73,18 +75,18 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, erro
 		for _, t := range sets[e].Triggers() {
 			if t.Cmd.HasTarget() {
 				if _, ok := lookup(t.Target.System, t.Target.Event); !ok {
-					return nil, t.Errorf(t.Target.Off, t.Target.End, "%s:%s has no hist here", t.Target.System, t.Target.Event).
+					return nil, nil, t.Errorf(t.Target.Off, t.Target.End, "%s:%s has no hist here", t.Target.System, t.Target.Event).
 						WithHint("%s turns the counting of a hist of this command on or off: give %s:%s its own -e", t.Cmd, t.Target.System, t.Target.Event)
 				}
 			}
 			bt, err := t.Bind(f, lookup)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rt := bpfgen.RecordTrigger{Cmd: t.Cmd, Filter: bt.Filter, Count: -1}
 			if bt.Filter != nil {
 				if err := bt.Filter.ResolveFunctions(ksym.KernelFuncRange); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			if t.HasCount {
@@ -101,9 +103,10 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, erro
 	}
 	layout, m, err := bpfgen.SessionControl(triggers, soft, cfg.StartOff)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*bpfgen.HistControl, len(cfg.Hists))
+	listings = make([][]string, len(cfg.Hists))
 	first := make([]int, len(events)+1)
 	for e := range events {
 		first[e+1] = first[e] + len(triggers[e])
@@ -114,10 +117,13 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) ([]*bpfgen.HistControl, erro
 		hc := &bpfgen.HistControl{Map: m, Layout: layout, Event: e, First: first[e]}
 		if !ran[e] {
 			hc.Triggers, ran[e] = triggers[e], true
+			for _, t := range sets[e].Triggers() {
+				listings[i] = append(listings[i], t.Listing())
+			}
 		}
 		out[i] = hc
 	}
-	return out, nil
+	return out, listings, nil
 }
 
 // supported refuses the triggers a hist does not run, with a caret on
