@@ -159,3 +159,27 @@ func TestPrivilegedHistTriggers(t *testing.T) {
 		})
 	}
 }
+
+// TestPrivilegedHistEnableEvent turns on the hist of the helper's getppid
+// calls at its write of 3 bytes: the target of an enable_event starts
+// disabled, and counts exactly the 8 calls from the firing on.
+func TestPrivilegedHistEnableEvent(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	args := append([]string{"hist", "-q", "--follow",
+		"-e", "syscalls:sys_enter_write", "-f", "fd == 100", "-k", "count", "-R", "enable_event:syscalls:sys_enter_getppid if count == 3",
+		"-e", "syscalls:sys_enter_getppid", "-k", "common_pid"}, workload(t, "write-getppid 10")...)
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	hists := strings.Split(out, "# event histogram")
+	if len(hists) != 3 {
+		t.Fatalf("want two hists:\n%s", out)
+	}
+	if !strings.Contains(hists[1], "Hits: 10\n    Entries: 10\n") {
+		t.Errorf("the writes' hist does not count all 10:\n%s", hists[1])
+	}
+	if !regexp.MustCompile(`\{ common_pid: +\d+ \} hitcount: +8\n\nTotals:\n    Hits: 8\n    Entries: 1\n`).MatchString(hists[2]) {
+		t.Errorf("the getppid hist does not count exactly the 8 calls from the write of 3 bytes on:\n%s", hists[2])
+	}
+}
