@@ -169,3 +169,40 @@ func TestControlHist(t *testing.T) {
 		t.Errorf("want the gate, the count, then the traceoff (at %d, %d, %d):\n%s", g, h, o, got)
 	}
 }
+
+// TestControlFilterFirst checks that an event without triggers keeps its
+// filter first, before the switch, in a session with a control map; one
+// with triggers runs it inside the gate, after its on-triggers.
+func TestControlFilterFirst(t *testing.T) {
+	enter := testutil.Format(t, "raw_syscalls:sys_enter")
+	bind := func(src string) *parse.BoundFilter {
+		expr, err := parse.ParseFilter("-f", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf, err := parse.BindFilter("-f", src, expr, enter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bf
+	}
+	s := recordSpec(
+		RecordEvent{Format: enter, Filter: bind("id == 7"), Triggers: []RecordTrigger{{Cmd: parse.TrigTraceOn, Count: -1}}},
+		RecordEvent{Format: testutil.Format(t, "raw_syscalls:sys_exit"), Filter: bind("id == 9")},
+	)
+	s.Control = true
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := func(name string) (filter, sw int) {
+		got := noLabels(lines(p.Collection.Programs[name].Instructions))
+		return strings.Index(got, "JNEImm dst: r0 off: -1 imm: "), strings.Index(got, "LoadMapPtr dst: r1 fd: 0")
+	}
+	if f, sw := first(RecordProgName(1)); f < 0 || f > sw {
+		t.Errorf("sys_exit's filter (at %d) does not come before the switch (at %d)", f, sw)
+	}
+	if f, sw := first(RecordProgName(0)); f < sw {
+		t.Errorf("sys_enter's filter (at %d) comes before the switch (at %d): its trigger would miss events", f, sw)
+	}
+}

@@ -167,7 +167,13 @@ func Hist(s *HistSpec) (*Program, error) {
 		Actions: []Action{NewHistAction(&s.HistLayout, HistMapName, DropsMapName)},
 	}
 	if hc := s.Control; hc != nil {
-		p.Filter, p.Actions = nil, hc.Layout.actions(hc.Map, hc.Event, hc.Triggers, hc.First, s.Filter, p.Actions[0])
+		filter := s.Filter
+		if len(hc.Triggers) == 0 {
+			filter = nil // the skeleton's, as without triggers
+		} else {
+			p.Filter = nil
+		}
+		p.Actions = hc.Layout.actions(hc.Map, hc.Event, hc.Triggers, hc.First, filter, p.Actions[0])
 	}
 	if err := c.Add(p); err != nil {
 		return nil, err

@@ -359,7 +359,15 @@ func Record(s *RecordSpec) (*Program, error) {
 			for _, prev := range s.Events[:i] {
 				first += len(prev.Triggers)
 			}
-			p.Filter, p.Actions = nil, ctl.actions(shared[len(shared)-1], i, ev.Triggers, first, ev.Filter, p.Actions[0])
+			filter := ev.Filter
+			if len(ev.Triggers) == 0 {
+				// No trigger needs the events the filter rejects:
+				// it stays the skeleton's, first where it can be.
+				filter = nil
+			} else {
+				p.Filter = nil
+			}
+			p.Actions = ctl.actions(shared[len(shared)-1], i, ev.Triggers, first, filter, p.Actions[0])
 		}
 		if shape != "" {
 			byShape[shape] = p
