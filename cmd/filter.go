@@ -27,7 +27,11 @@ type filterOptions struct {
 	Check       bool
 	Quiet       bool
 	DryRun      bool
-	Command     []string
+	StartOff    bool
+	// Fired prints a line on stderr when a trigger fires (gtrace
+	// trigger).
+	Fired   bool
+	Command []string
 }
 
 var filterFormats = []string{"text", "ndjson"}
@@ -133,6 +137,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f.BoolVar(&o.Check, "check", false, "check the filters against the events' formats, print them in normal form, load nothing")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line (warnings and the statistics stay)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon trigger (-R) fires")
 	return c
 }
 
@@ -161,7 +166,7 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff})
 	if err != nil {
 		return err
 	}
@@ -179,10 +184,14 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		Output: o.Output,
 		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
 		Err:    d.Err,
+		Fired:  o.Fired,
 	})
 	lo := live.Options{
 		Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration,
 		Quiet: o.Quiet, NoStatus: true,
+	}
+	if o.Fired {
+		lo.Interval = firedInterval
 	}
 	if o.Follow {
 		lo.Follow = job.Follow

@@ -25,6 +25,7 @@ type histOptions struct {
 	Clear    bool
 	Format   string
 	DryRun   bool
+	StartOff bool
 	Quiet    bool
 	Command  []string
 }
@@ -35,6 +36,8 @@ type histEvent struct {
 	Pattern string
 	Raw     string
 	Flags   parse.HistFlags
+	// Triggers are the -R after the -e, in order.
+	Triggers []string
 }
 
 var histFormats = []string{"text", "json", "csv", "table"}
@@ -88,6 +91,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
 -- CMD does not limit what is counted.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
+
+  # the sizes of the writes of ./app up to the one of 5 bytes (a trigger, -R)
+  gtrace hist -e syscalls:sys_enter_write -k count -R 'traceoff if count == 5' -- ./app
 
   # bytes written per process, biggest first, for 10 seconds
   gtrace hist -e syscalls:sys_enter_write -k common_pid.execname --vals count -s count.descending --duration 10s
@@ -153,7 +159,14 @@ free events keep the set in a map of 65536 entries. Without --follow,
 				if err != nil {
 					return err
 				}
+				h.Triggers = e.Opts["trigger"]
 				o.Hists = append(o.Hists, h)
+				if o.Input != "" && len(h.Triggers) > 0 {
+					return usagef("-R runs triggers in BPF, on live events: not with -i")
+				}
+			}
+			if o.Input != "" && o.StartOff {
+				return usagef("--start-off starts live tracing off: not with -i")
 			}
 			if o.Input != "" && (len(o.Command) > 0 || o.Duration != 0 || o.Interval != 0 || o.Follow || o.DryRun) {
 				return usagef("-i reads a recorded file: --duration, --interval, --follow, --dry-run and -- CMD apply to live hists only")
@@ -186,6 +199,9 @@ free events keep the set in a map of 65536 entries. Without --follow,
 		"table size in entries, rounded up to a power of two (128..131072, default 2048)")
 	ev.option(f, eventOption{name: "filter", short: "f", typ: "string", once: "a filter", onceHint: "join the two with && in one -f"},
 		"only count events that match this filter")
+	ev.option(f, eventOption{name: "trigger", short: "R", typ: "TRIGGER", needsEvent: "a trigger must follow the -e EVENT it is on"},
+		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event (repeatable; see docs/triggers.md)")
+	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing counts until a traceon trigger (-R) fires")
 	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
 	f.BoolVar(&o.Follow, "follow", false, "with -- CMD or -P: count only those processes and every process they fork")
@@ -319,7 +335,7 @@ func histSpecs(c catalog.Catalog, hists []histEvent, offline bool) ([]hist.Event
 			return nil, err
 		}
 		for _, ev := range events {
-			out = append(out, hist.EventHist{Event: ev, Spec: spec})
+			out = append(out, hist.EventHist{Event: ev, Spec: spec, Triggers: h.Triggers})
 		}
 	}
 	return out, nil
@@ -335,7 +351,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		return err
 	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out,
+		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
 	})
 	if err != nil {
 		return err

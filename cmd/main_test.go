@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 // (then sleeps MS milliseconds), "getpgid-wait N" (N getpgid calls
 // for noPID, then waits for goOnEnv's file), "getpgid-cpus N" (N getpgid
 // calls for noPID on each CPU), "write N" (writes of 1..N bytes to fd
-// 100), "lines N" (N numbered lines to fd 1 and to fd 2, both
+// 100), "write-getppid N" (each write followed by a getppid), "lines N" (N numbered lines to fd 1 and to fd 2, both
 // /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
 // N", the process trees of --follow (follow_live_test.go),
 // "filter-matrix CPU" (filter_matrix_live_test.go) or "main ARGS..."
@@ -130,6 +130,22 @@ func runWorkload(w string) int {
 			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
 				return 96
 			}
+		}
+	case "write-getppid":
+		// N times: a write of i bytes to fd 100, then a getppid.
+		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+		if err != nil {
+			return 98
+		}
+		if err := syscall.Dup3(int(f.Fd()), workloadFD, 0); err != nil {
+			return 97
+		}
+		buf := make([]byte, n)
+		for i := 1; i <= n; i++ {
+			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
+				return 96
+			}
+			syscall.Getppid()
 		}
 	case "getpgid-wait":
 		// N getpgid calls for the pid noPID, then no more until

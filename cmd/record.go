@@ -26,6 +26,7 @@ type recordOptions struct {
 	Compression string
 	FileVersion int
 	DryRun      bool
+	StartOff    bool
 	Quiet       bool
 	Command     []string
 }
@@ -48,7 +49,10 @@ own ring buffer stays free for other tools, and filters run in BPF.
 
 -e takes SYS:EVENT, SYS:* or *:* (shell globs), a bare EVENT, or a whole
 SYS. -f FILTER applies to the -e right before it, and to every event that
--e names. The filter language is the kernel's (== != < <= > >= & ~ on
+-e names. -R TRIGGER (repeatable) puts a trigger on those events, as
+trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT and
+disable_event:SYS:EVENT, with :N and if FILTER, run in BPF; !TRIGGER
+removes an earlier one. --start-off starts with tracing off. The filter language is the kernel's (== != < <= > >= & ~ on
 fields, && || ! and parentheses).
 
 Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
@@ -112,6 +116,12 @@ fork and free events keep the set in a map of 65536 entries. Without
   # no attach line, no status line: for scripts
   gtrace record -q -e sched:sched_switch --duration 10s
 
+  # the writes of ls up to and including the one of 5 bytes: then tracing is off
+  gtrace record -e syscalls:sys_enter_write -R 'traceoff if count == 5' -- ls
+
+  # nothing until the first openat, then every openat and read
+  gtrace record --start-off -e syscalls:sys_enter_openat -R traceon:1 -e syscalls:sys_enter_read
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -158,6 +168,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 		"compression of the file: "+strings.Join(recordCompressions, ", ")+" (zstd needs --file-version 7)")
 	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
+	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is recorded until a traceon trigger (-R) fires")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
@@ -167,7 +178,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff})
 	if err != nil {
 		return err
 	}
@@ -195,6 +206,8 @@ func eventFilterFlags(f *pflag.FlagSet, ev *eventFlags, what string) {
 	ev.event(f, "event to "+what+": SYS:EVENT, SYS:*, *:*, EVENT or SYS (repeatable)")
 	ev.option(f, eventOption{name: "filter", short: "f", typ: "FILTER", once: "a filter", onceHint: "join the two with && in one -f",
 		needsEvent: "a filter must follow the -e EVENT it filters"}, "filter for the events of the -e just before")
+	ev.option(f, eventOption{name: "trigger", short: "R", typ: "TRIGGER",
+		needsEvent: "a trigger must follow the -e EVENT it is on"}, "trigger on the events of the -e just before, as the kernel's (repeatable; see docs/triggers.md)")
 }
 
 // eventSpecs returns each -e with the -f that followed it.
@@ -202,7 +215,8 @@ func eventSpecs(ev *eventFlags) []record.EventSpec {
 	var specs []record.EventSpec
 	for _, e := range ev.Events {
 		filter, _ := e.Opts.get("filter")
-		specs = append(specs, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, "")})
+		triggers, _ := e.Opts.get("trigger")
+		specs = append(specs, record.EventSpec{Pattern: e.Pattern, Filter: strings.Join(filter, ""), Triggers: triggers})
 	}
 	return specs
 }

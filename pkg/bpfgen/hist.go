@@ -88,6 +88,19 @@ type HistSpec struct {
 	// it. Loading it needs the kernel's BTF.
 	Direct *DirectOptions
 	Event  *parse.Format
+	// Control, when not nil, puts the hist in a session with a control
+	// map (control.go): it counts only while tracing is on and its event
+	// is enabled, and runs its event's triggers.
+	Control *HistControl
+}
+
+// HistControl is a hist's part of a session's control map.
+type HistControl struct {
+	Map      *ebpf.MapSpec   // the session's control map (SessionControl)
+	Layout   *Control        // its layout
+	Event    int             // the hist's event in the session: its soft-disable word
+	Triggers []RecordTrigger // the triggers this hist's program runs
+	First    int             // the session's number of the first of Triggers
 }
 
 // HistTracepoint returns the raw tracepoint that Hist puts the program of
@@ -135,6 +148,9 @@ type Program struct {
 	Collection *ebpf.CollectionSpec
 	// Recorders, from Record, says which program records each event.
 	Recorders []Recorder
+	// Control, from Record, is the layout of the control map, nil when
+	// the recording has none (see control.go).
+	Control *Control
 }
 
 // Hist builds the collection (program, hist hash map, drop counter) for a
@@ -155,15 +171,24 @@ func Hist(s *HistSpec) (*Program, error) {
 		}
 		gate.Follow = FollowMapName
 	}
-	err := c.Add(&Prog{
+	p := &Prog{
 		Name:    HistProgName,
 		Source:  src,
 		Gate:    gate,
 		Filter:  s.Filter,
 		ID:      EventID{Const: s.Event.ID},
 		Actions: []Action{NewHistAction(&s.HistLayout, HistMapName, DropsMapName)},
-	})
-	if err != nil {
+	}
+	if hc := s.Control; hc != nil {
+		filter := s.Filter
+		if len(hc.Triggers) == 0 {
+			filter = nil // the skeleton's, as without triggers
+		} else {
+			p.Filter = nil
+		}
+		p.Actions = hc.Layout.actions(hc.Map, hc.Event, hc.Triggers, hc.First, filter, p.Actions[0])
+	}
+	if err := c.Add(p); err != nil {
 		return nil, err
 	}
 	return &Program{Collection: c.Spec()}, nil

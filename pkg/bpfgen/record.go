@@ -64,6 +64,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -166,6 +167,12 @@ type RecordEvent struct {
 	// record of its kernel stack (stack.go). The event then has a
 	// program of its own on its classic tracepoint.
 	Stack *StackTrigger
+	// Triggers are the event's triggers, run after its record action
+	// (RecordSpec.Control).
+	Triggers []RecordTrigger
+	// SoftDisabled: the event starts soft disabled, recorded only once
+	// an enable_event trigger enables it.
+	SoftDisabled bool
 }
 
 // StackTrigger is what the stacktrace trigger of an event asks for.
@@ -210,6 +217,12 @@ type RecordSpec struct {
 	// the batch of a CPU that has gone idle. It costs a ring-buffer
 	// write per sample.
 	Stream bool
+	// Control gives the recording a control map (control.go): tracing
+	// on and off, soft-disabled events and the events' triggers. It
+	// records every event on a program of its own.
+	Control bool
+	// StartOff starts a recording with a control map with tracing off.
+	StartOff bool
 }
 
 // gate returns the gate of the spec's programs, without the switch.
@@ -282,6 +295,18 @@ func Record(s *RecordSpec) (*Program, error) {
 		},
 		SwitchMap(SwitchMapName),
 	}
+	var ctl *Control
+	if s.Control {
+		var err error
+		triggers := make([][]RecordTrigger, len(s.Events))
+		soft := make([]bool, len(s.Events))
+		for i, ev := range s.Events {
+			triggers[i], soft[i] = ev.Triggers, ev.SoftDisabled
+		}
+		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, s.StartOff); err != nil {
+			return nil, err
+		}
+	}
 	if s.MaxRecord+SampleHeader > BatchData {
 		return nil, fmt.Errorf("record layout: longest record %d bytes, a batch holds %d", s.MaxRecord, BatchData-SampleHeader)
 	}
@@ -299,6 +324,9 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 	}
 	in, filters := groups(s)
+	if ctl != nil {
+		in = make([]*syscallGroup, len(s.Events))
+	}
 	if err := addSyscallGroups(s, in, filters, c); err != nil {
 		return nil, err
 	}
@@ -322,7 +350,7 @@ func Record(s *RecordSpec) (*Program, error) {
 			src = d
 		}
 		shape := ""
-		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil && ev.Stack == nil {
+		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil && ev.Stack == nil && ctl == nil {
 			shape = recordShape(f)
 		}
 		recorders[i] = Recorder{Point: src.Point(f)}
@@ -341,9 +369,39 @@ func Record(s *RecordSpec) (*Program, error) {
 			ID:      EventID{Const: f.ID},
 			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
 		}
+		var stack Action
 		if st := ev.Stack; st != nil {
-			sa := &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
-			p.Actions = append(p.Actions, sa)
+			stack = &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
+		}
+		switch {
+		case ctl != nil:
+			first := 0
+			for _, prev := range s.Events[:i] {
+				first += len(prev.Triggers)
+			}
+			filter := ev.Filter
+			if len(ev.Triggers) == 0 {
+				// No trigger needs the events the filter rejects:
+				// it stays the skeleton's, first where it can be.
+				filter = nil
+			} else {
+				p.Filter = nil
+			}
+			p.Actions = ctl.actions(shared[len(shared)-1], i, ev.Triggers, first, filter, p.Actions[0])
+			if stack != nil {
+				// The stack is taken when the record is: gated alike,
+				// right after it.
+				for j, a := range p.Actions {
+					if g, ok := a.(*GatedAction); ok {
+						gs := *g
+						gs.Inner = stack
+						p.Actions = slices.Insert(p.Actions, j+1, Action(&gs))
+						break
+					}
+				}
+			}
+		case stack != nil:
+			p.Actions = append(p.Actions, stack)
 		}
 		if shape != "" {
 			byShape[shape] = p
@@ -382,7 +440,7 @@ func Record(s *RecordSpec) (*Program, error) {
 			return nil, err
 		}
 	}
-	return &Program{Collection: c.Spec(), Recorders: recorders}, nil
+	return &Program{Collection: c.Spec(), Recorders: recorders, Control: ctl}, nil
 }
 
 // recordShape is what the record programs of two events must have alike

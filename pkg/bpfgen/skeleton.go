@@ -171,6 +171,9 @@ type Frame struct {
 	Next string    // where the action ends: the next action, or the return
 	Out  string    // the program's return, for giving up early
 	ID   EventID
+	// Scratch is the filter's scratch area, for an action that runs a
+	// filter of its own (EmitFilter).
+	Scratch StackArea
 }
 
 // Generate builds the program's instructions and its spec.
@@ -246,7 +249,7 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 		if i < len(p.Actions)-1 {
 			next = b.Label("action")
 		}
-		if err := a.emit(b, &Frame{Area: areas[i], Next: next, Out: out, ID: p.ID}); err != nil {
+		if err := a.emit(b, &Frame{Area: areas[i], Next: next, Out: out, ID: p.ID, Scratch: scratch}); err != nil {
 			return nil, err
 		}
 		if next != out {

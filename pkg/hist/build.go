@@ -118,6 +118,8 @@ func LocalResolver() Resolver {
 type EventHist struct {
 	Event string // SYS:EVENT or a unique EVENT
 	Spec  *parse.HistSpec
+	// Triggers are the -R of the hist's -e, in order (sessionControl).
+	Triggers []string
 }
 
 // LiveConfig is a live hist command: the hists, each on its event, and
@@ -132,6 +134,9 @@ type LiveConfig struct {
 	// names (the command), and every process they fork from the start
 	// on.
 	Follow bool
+	// StartOff starts with tracing off: nothing counts until a traceon
+	// trigger fires.
+	StartOff bool
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -146,9 +151,10 @@ type LiveJob struct {
 	// users names the addresses of user stacks (ustacktrace keys); a
 	// goroutine reads the mappings of each process at first sight in the
 	// tables (seeEvery), until stopSee is closed.
-	users   usym.Cache
-	stopSee chan struct{}
-	seeDone chan struct{}
+	users    usym.Cache
+	stopSee  chan struct{}
+	seeDone  chan struct{}
+	triggers [][]string // each hist's -R triggers, as the trigger file lists them
 }
 
 // seeEvery is how often the tables of user stack keys are scanned for
@@ -172,6 +178,10 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
+	ctls, listings, err := sessionControl(fs, cfg)
+	if err != nil {
+		return nil, err
+	}
 	var plans []*Plan
 	var formats []*parse.Format
 	for _, h := range cfg.Hists {
@@ -190,7 +200,6 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		plans = append(plans, p)
 		formats = append(formats, f)
 	}
-	var err error
 	if j.owner, err = share(plans); err != nil {
 		return nil, err
 	}
@@ -202,6 +211,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 			info = sharedInfo(o.Spec, p.Spec)
 		}
 		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
+		if ctls != nil {
+			o.Control = ctls[i]
+		}
 		if bpfgen.DirectTracepoint(f) != "" {
 			o.Direct = probe.DirectOptions()
 		}
@@ -210,6 +222,9 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 			return nil, err
 		}
 		j.compiled = append(j.compiled, c)
+		if listings != nil {
+			j.triggers = append(j.triggers, listings[i])
+		}
 		j.infos = append(j.infos, info)
 	}
 	return j, nil
@@ -221,6 +236,14 @@ func (j *LiveJob) Describe(w io.Writer) error {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
 		if o := j.owner[i]; o != i {
 			fmt.Fprintf(w, "# counts into the table of hist %d (%s), named %s: one map\n", o+1, j.compiled[o].Format.FullName(), c.Plan.Spec.Name)
+		}
+		if i < len(j.triggers) {
+			for _, l := range j.triggers[i] {
+				fmt.Fprintf(w, "# trigger %s\n", l)
+			}
+		}
+		if i == 0 && j.cfg.StartOff {
+			fmt.Fprintln(w, "# tracing starts off: nothing counts until a traceon fires")
 		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case tp != "":
@@ -266,6 +289,9 @@ func (j *LiveJob) Attach() error {
 		var owner *Live
 		if o := j.owner[i]; o != i {
 			owner = j.lives[o]
+		}
+		if c.Layout.Control != nil && len(j.lives) > 0 {
+			c.share = j.lives[0].objs // one control map for the session
 		}
 		l, err := start(c, j.follow, owner)
 		if err != nil {

@@ -25,6 +25,9 @@ type LiveOptions struct {
 	// (bpfgen.HistSpec's Direct; probe.DirectOptions); Start falls back
 	// to the classic tracepoint if the kernel refuses it.
 	Direct *bpfgen.DirectOptions
+	// Control, when not nil, is the hist's part of the session's
+	// control map (triggers, --start-off; see sessionControl).
+	Control *bpfgen.HistControl
 }
 
 // Compiled is a plan turned into a BPF program for one event.
@@ -37,6 +40,7 @@ type Compiled struct {
 	// on the event's classic tracepoint, for kernels that refuse the
 	// first.
 	Fallback *bpfgen.Program
+	share    *probe.Objects // a loaded hist whose control map this one uses
 }
 
 // Compile generates the program that fills the plan's layout.
@@ -48,6 +52,7 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		Follow:     o.Follow,
 		Direct:     o.Direct,
 		Event:      f,
+		Control:    o.Control,
 	}
 	prog, err := bpfgen.Hist(l)
 	if err != nil {
@@ -105,13 +110,19 @@ type Live struct {
 func Start(c *Compiled, follow []uint32) (*Live, error) { return start(c, follow, nil) }
 
 // start is Start; with owner not nil, the program counts into owner's
-// table (a named hist: the layouts match, share checked it).
+// table (a named hist: the layouts match, share checked it). The hists
+// of a session with triggers share the control map of the first.
 func start(c *Compiled, follow []uint32, owner *Live) (*Live, error) {
-	var shared *probe.Objects
+	shared := probe.Shared{}
 	if owner != nil {
-		shared = owner.objs
+		if err := shared.Take(owner.objs, sharedMaps...); err != nil {
+			return nil, err
+		}
 	}
-	objs, prog, err := probe.LoadBestSharing(c.Program, c.Fallback, shared, sharedMaps...)
+	if err := shared.Take(c.share, bpfgen.SwitchMapName); err != nil {
+		return nil, err
+	}
+	objs, prog, err := probe.LoadBestSharing(c.Program, c.Fallback, shared)
 	if err != nil {
 		return nil, err
 	}

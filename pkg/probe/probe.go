@@ -32,9 +32,8 @@ type Objects struct {
 // missing privileges wrap ErrPermission with the capabilities to grant.
 func Load(p *bpfgen.Program) (*Objects, error) { return load(p, nil) }
 
-// load loads a collection, its maps named in shared replaced by those
-// maps.
-func load(p *bpfgen.Program, shared map[string]*ebpf.Map) (*Objects, error) {
+// load loads a collection, its maps named in shared taken from there.
+func load(p *bpfgen.Program, shared Shared) (*Objects, error) {
 	_ = rlimit.RemoveMemlock()
 	coll, err := ebpf.NewCollectionWithOptions(p.Collection, ebpf.CollectionOptions{
 		Programs:        ebpf.ProgramOptions{LogSizeStart: 1 << 16},
@@ -61,17 +60,31 @@ func LoadBest(best, fallback *bpfgen.Program) (*Objects, *bpfgen.Program, error)
 	return LoadBestSharing(best, fallback, nil)
 }
 
-// LoadBestSharing is LoadBest with the maps of the collection named
-// names those of owner (nil: none), so that the programs of both
-// collections use one map of each name: a named hist of several events.
-func LoadBestSharing(best, fallback *bpfgen.Program, owner *Objects, names ...string) (*Objects, *bpfgen.Program, error) {
-	var shared map[string]*ebpf.Map
-	if owner != nil {
-		shared = map[string]*ebpf.Map{}
-		for _, n := range names {
-			shared[n] = owner.coll.Maps[n]
-		}
+// Shared names maps of loaded collections that a collection uses
+// instead of making its own: the control map of a session of several
+// collections (bpfgen.Control), the table of a named hist of several
+// events.
+type Shared map[string]*ebpf.Map
+
+// Take adds the maps named names of from, a loaded collection (nil:
+// none).
+func (s Shared) Take(from *Objects, names ...string) error {
+	if from == nil {
+		return nil
 	}
+	for _, n := range names {
+		m := from.Map(n)
+		if m == nil {
+			return fmt.Errorf("share map %s: the loaded collection has none", n)
+		}
+		s[n] = m
+	}
+	return nil
+}
+
+// LoadBestSharing is LoadBest for a collection that uses the maps of
+// shared instead of making its own (nil: none).
+func LoadBestSharing(best, fallback *bpfgen.Program, shared Shared) (*Objects, *bpfgen.Program, error) {
 	o, err := load(best, shared)
 	if err == nil || fallback == nil {
 		return o, best, err

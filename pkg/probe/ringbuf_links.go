@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -36,10 +37,42 @@ func (o *Objects) SwitchOff(name string) error {
 	if m == nil {
 		return fmt.Errorf("switch off: no map %q", name)
 	}
-	if err := m.Put(uint32(0), uint64(1)); err != nil {
+	if m.ValueSize() == 8 {
+		if err := m.Put(uint32(0), uint64(1)); err != nil {
+			return fmt.Errorf("switch off: %w", err)
+		}
+		return nil
+	}
+	// A control map (bpfgen.Control): word 0 is the switch. The other
+	// words change no more once it is set, so the copy put back is
+	// theirs, bar a firing that races with the stop.
+	v := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), &v); err != nil {
+		return fmt.Errorf("switch off: %w", err)
+	}
+	binary.LittleEndian.PutUint64(v, 1)
+	if err := m.Put(uint32(0), v); err != nil {
 		return fmt.Errorf("switch off: %w", err)
 	}
 	return nil
+}
+
+// Words returns the u64 words of the one-entry array map named name: a
+// control map's (bpfgen.Control).
+func (o *Objects) Words(name string) ([]uint64, error) {
+	m := o.Map(name)
+	if m == nil {
+		return nil, fmt.Errorf("read %s: no such map", name)
+	}
+	v := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), &v); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	w := make([]uint64, len(v)/8)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(v[8*i:])
+	}
+	return w, nil
 }
 
 // DetachLater hands the collection's links to a process that closes them

@@ -41,6 +41,9 @@ type EventSpec struct {
 	// a record of the kernel stack, as the kernel's stacktrace trigger
 	// does (stack.go).
 	Stacktrace *Stacktrace
+	// Triggers are the -R that followed the -e, in order: each is
+	// applied to every event the -e names (TriggerSets).
+	Triggers []string
 }
 
 // Options say what to record.
@@ -67,6 +70,9 @@ type Options struct {
 	// for a live output (see bpfgen.RecordSpec.Stream); by default they
 	// batch them.
 	Stream bool
+	// StartOff starts the recording with tracing off: nothing is
+	// recorded until a traceon trigger fires.
+	StartOff bool
 }
 
 // Event is one event that a plan records.
@@ -82,6 +88,11 @@ type Event struct {
 	Optional bool
 	// Stacktrace is the event's stacktrace trigger; nil: none.
 	Stacktrace *Stacktrace
+	// Triggers are the event's -R triggers, in the trigger file's order.
+	Triggers []*parse.BoundTrigger
+	// SoftDisabled: no -e names the event, the target of an
+	// enable_event: it is recorded only once the trigger enables it.
+	SoftDisabled bool
 }
 
 // Plan is a recording resolved against the kernel's event formats and
@@ -110,7 +121,15 @@ type Plan struct {
 	FollowPIDs []uint32
 	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
 	// when some event has a stacktrace trigger: the file needs them.
-	Stacks []*Event
+	Stacks   []*Event
+	startOff bool // tracing starts off (Options.StartOff)
+}
+
+func startOff(off bool) string {
+	if off {
+		return "; tracing starts off"
+	}
+	return ""
 }
 
 // NewPlan resolves the events and filters of o against tracefs and
@@ -151,7 +170,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 		cpus = o.CPUs
 	}
-	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page}
+	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page, startOff: o.StartOff}
 
 	index := map[tracefs.Event]int{}
 	for _, es := range o.Events {
@@ -213,6 +232,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		}
 	}
 
+	if err := p.bindTriggers(fs, o, index); err != nil {
+		return nil, err
+	}
 	spec := &bpfgen.RecordSpec{
 		CPUs:        p.FileCPUs,
 		OnlyCPUs:    o.CPUs,
@@ -222,6 +244,8 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
 		Stream:      o.Stream,
+		StartOff:    o.StartOff,
+		Control:     o.StartOff,
 	}
 	if !o.Classic {
 		spec.Shared = true
@@ -250,7 +274,11 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		return nil, err
 	}
 	for i, ev := range p.Events {
-		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i]}
+		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i], SoftDisabled: ev.SoftDisabled}
+		if re.Triggers, err = recordTriggers(ev, p.Events); err != nil {
+			return nil, err
+		}
+		spec.Control = spec.Control || len(re.Triggers) > 0
 		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
 			re.Syscall = &nr
 		}
@@ -363,6 +391,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		if st := ev.Stacktrace; st != nil {
 			b.WriteString(st.describe())
 		}
+		if ev.SoftDisabled {
+			b.WriteString(", [soft disabled]")
+		}
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
@@ -372,6 +403,13 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, ", sharing its program (cookie %d)", r.Point.Cookie)
 		}
 		b.WriteString("\n")
+		for _, t := range ev.Triggers {
+			fmt.Fprintf(&b, "#   trigger %s\n", t.Trigger.Listing())
+		}
+	}
+	if p.Program.Control != nil {
+		fmt.Fprintf(&b, "# control map %s: %d words (off, tracing off, a soft-disable word per event, a count and a fires word per trigger)%s\n",
+			bpfgen.SwitchMapName, p.Program.Control.Words(), startOff(p.startOff))
 	}
 	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
 		p.RingSize>>10, cpuList(p.CPUs), p.Clock, p.PageSize)

@@ -112,6 +112,7 @@ type Session struct {
 	events  int // events attached
 	progs   int // programs loaded
 	comms   *Comms
+	control *bpfgen.Control // the control map's layout; nil: none
 
 	stop     chan struct{} // closed by Stop: readers drain and end
 	wg       sync.WaitGroup
@@ -139,6 +140,7 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		return nil, err
 	}
 	p.Program, p.Fallback = loaded, nil
+	s.control = loaded.Control
 	if p.Follow {
 		// Before any program that the follow map gates is attached.
 		if err = s.objs.Follow(p.FollowPIDs); err != nil {

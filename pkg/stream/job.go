@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,6 +24,9 @@ type JobOptions struct {
 	File   record.FileOptions
 	// Err receives warnings and the statistics at the end.
 	Err io.Writer
+	// Fired has Tick and Stop print a line on Err for each trigger
+	// of the plan that fired since the last: gtrace trigger's report.
+	Fired bool
 }
 
 // Job is a stream run by package live's runner: the plan's programs
@@ -37,6 +41,7 @@ type Job struct {
 	sess   *record.Session
 	comms  record.Comms
 	stream *Stream
+	fired  []uint64 // what Tick last saw of Session.Fired
 }
 
 // NewJob returns the job that streams the events of p to o.Out.
@@ -79,8 +84,28 @@ func (j *Job) Attached() string { return "streaming " + eventList(j.plan) }
 // live.Options.Follow, held at its exec. Call it before Attach.
 func (j *Job) Follow(pid int) { j.plan.FollowPIDs = append(j.plan.FollowPIDs, uint32(pid)) }
 
-// Tick does nothing: a stream prints as events come.
-func (j *Job) Tick() error { return nil }
+// Tick prints, with JobOptions.Fired, the triggers that fired since the
+// last Tick; the events print as they come.
+func (j *Job) Tick() error {
+	if !j.o.Fired {
+		return nil
+	}
+	fired, err := j.sess.Fired()
+	if err != nil {
+		return err
+	}
+	for i, t := range j.plan.Triggers() {
+		var last uint64
+		if i < len(j.fired) {
+			last = j.fired[i]
+		}
+		if i < len(fired) && fired[i] != last {
+			fmt.Fprintf(j.o.Err, "gtrace: %s: %s fired (%d in all)\n", t.Event, t.Trigger, fired[i])
+		}
+	}
+	j.fired = fired
+	return nil
+}
 
 // Failed is closed when writing the stream or the file failed.
 func (j *Job) Failed() <-chan struct{} { return j.sess.Failed() }
@@ -88,7 +113,9 @@ func (j *Job) Failed() <-chan struct{} { return j.sess.Failed() }
 // Stop stops the recording, prints what the stream still holds and the
 // statistics: events printed, lost, and missed.
 func (j *Job) Stop() error {
+	terr := j.Tick()
 	st, err := j.sess.Stop()
+	err = errors.Join(terr, err)
 	if st != nil {
 		fmt.Fprintf(j.o.Err, "gtrace: %d events, %d lost", st.Events(), st.Lost())
 		if st.Missed > 0 {

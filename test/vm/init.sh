@@ -160,10 +160,19 @@ multi_case() {
 # printed by gtrace report (REPORT), which must equal KERNEL.
 record_case() {
 	filter=$(trim "${trig#record}")
+	# "record FILTER -R TRIGGER": the trigger too, on both sides.
+	rtrig=
+	case $filter in *" -R "*)
+		rtrig=${filter#* -R }
+		filter=${filter%% -R *}
+		;;
+	esac
+	set --
+	[ -n "$rtrig" ] && set -- -R "$rtrig"
 	: >/tmp/k.out
 	# shellcheck disable=SC2086 # ops are words
 	for try in 1 2 3; do
-		trace-cmd record -q -e "$event" -f "$filter" -o /tmp/k.dat vmload -pid $PID $ops >/tmp/k.err 2>&1
+		trace-cmd record -q -e "$event" -f "$filter" "$@" -o /tmp/k.dat vmload -pid $PID $ops >/tmp/k.err 2>&1
 		krc=$?
 		[ $krc = 75 ] || break
 	done
@@ -177,7 +186,7 @@ record_case() {
 	: >/tmp/g.out
 	# shellcheck disable=SC2086 # ops are words
 	for try in 1 2 3; do
-		gtrace record -e "$event" -f "$filter" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
+		gtrace record -e "$event" -f "$filter" "$@" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
 		grc=$?
 		[ $grc = 75 ] || break
 	done

@@ -1,0 +1,60 @@
+package cmd
+
+import (
+	"testing"
+)
+
+// TestTriggerList checks gtrace trigger --list against the kernel's
+// listing of the same writes (parse's tests hold the kernel's files): per
+// event, newest first, a removal applied, loading nothing.
+func TestTriggerList(t *testing.T) {
+	d, out, errb := fakeDeps(t)
+	code := runDeps(d, "trigger", "--list",
+		"-e", "sched:sched_switch", "traceoff:2 if prev_pid == 1", "traceon", "!traceoff", "enable_event:sched:sched_waking:0x10",
+		"-e", "syscalls:sys_enter_write", "disable_event:syscalls:sys_enter_getppid if count > 3")
+	want := `# sched:sched_switch
+enable_event:sched:sched_waking:count=16
+traceon:unlimited
+# syscalls:sys_enter_write
+disable_event:syscalls:sys_enter_getppid:unlimited if count > 3
+`
+	if code != 0 || out.String() != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errb)
+	}
+	d, out, _ = fakeDeps(t)
+	if code := runDeps(d, "trigger", "--list", "-e", "sched:sched_switch", "traceoff"); code != 0 || out.String() != "traceoff:unlimited\n" {
+		t.Errorf("one event: exit %d, stdout %q, want traceoff:unlimited alone", code, out)
+	}
+}
+
+// TestTriggerBadInput is the table of bad triggers, on record's -R and
+// gtrace trigger: the exact message and caret, exit 2, nothing loaded
+// (the formats are fixtures: nothing could be).
+func TestTriggerBadInput(t *testing.T) {
+	for _, tc := range []badInput{
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceoff:2 if prev_pd == 1"}, 2,
+			"^gtrace: -R:1:15: Field not found: \"prev_pd\" in sched:sched_switch\n  traceoff:2 if prev_pd == 1\n                \\^~~~~~~\n  hint: did you mean \"prev_pid\"\\?\n$", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "stacktrace:2"}, 2,
+			"^gtrace: -R:1:1: not implemented by gtrace: the stacktrace trigger\n  stacktrace:2\n  \\^~~~~~~~~~\n  hint: the kernel runs it: trace-cmd record -e EVENT -R 'stacktrace:2'\n$", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "snapshot"}, 2, `not implemented by gtrace: the snapshot trigger`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "enable_hist:sched:sched_waking"}, 2, `not implemented by gtrace: the enable_hist trigger`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid"}, 2, `-R:1:1: not implemented by gtrace: a hist trigger on a recording\n.*\n  \^~~~\n  hint: count the event with gtrace hist`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceoff", "traceoff:3"}, 2,
+			"-R:1:1: File exists: the event already has a trigger traceoff:unlimited\n  traceoff:3\n  \\^~~~~~~~\n", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "!traceon"}, 2, `-R:1:1: no trigger to remove: the event has no traceon`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "enable_event:sched:no_such"}, 2, `-R:1:14: no event sched:no_such`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceon 5"}, 2, `^gtrace: -R:1:`, true},
+		{[]string{"trigger", "--list", "traceon", "-e", "sched:sched_switch"}, 2, `trigger "traceon" comes before any -e`, false},
+		{[]string{"record", "-R", "traceon", "-e", "sched:sched_switch"}, 2, `a trigger must follow the -e EVENT it is on`, false},
+		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "traceoff if next_pid ==", "-o", "x.dat"}, 2, `^gtrace: -R:1:`, true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "enable_event:sched:sched_waking"}, 2,
+			"-R:1:14: sched:sched_waking has no hist here\n  enable_event:sched:sched_waking\n               \\^~~~~~~~~~~~~~~~~~\n  hint: enable_event turns the counting of a hist of this command on or off: give sched:sched_waking its own -e\n", true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "stacktrace"}, 2, `-R:1:1: not implemented by gtrace: the stacktrace trigger`, true},
+		{[]string{"hist", "-i", "x.dat", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "traceoff"}, 2, `-R runs triggers in BPF, on live events: not with -i`, false},
+	} {
+		t.Run(tc.args[len(tc.args)-1], func(t *testing.T) {
+			d, _, errb := fakeDeps(t)
+			checkBadInput(t, d, errb, tc)
+		})
+	}
+}

@@ -1,0 +1,263 @@
+package bpfgen
+
+// The control map and the trigger actions. A session with triggers (or
+// one that starts with tracing off) has one control map: the switch map,
+// SwitchMapName, grown from one word to an array of u64 words in one
+// mmapable value, so that word 0 keeps the switch's meaning:
+//
+//	word 0          the off switch: non-zero, every program returns first thing
+//	word 1          tracing off: non-zero, no event is recorded (tracing_on = 0)
+//	word 2+e        event e's soft-disable word: non-zero, event e is not recorded
+//	word 2+E+2t     trigger t's count left (signed; <= 0: spent), when it has a count
+//	word 2+E+2t+1   how many times trigger t has fired (changed a state)
+//
+// E is the number of events of the session, triggers are numbered in the
+// order of the events and, within an event, in the order of its triggers.
+// Every record program of such a session runs its record action only when
+// words 1 and 2+e are zero and its event's filter passes (GatedAction),
+// and then its triggers, whatever happened to the record (TriggerAction):
+// a trigger sees every event of the gate, recorded or not, as the
+// kernel's triggers see an event whose filter rejects it, that is soft
+// disabled, or that comes while tracing is off.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// Words of the control map.
+const (
+	ControlOff        = 0 // the off switch
+	ControlTracingOff = 1 // tracing off
+	controlFirst      = 2
+)
+
+// Control is the layout of a session's control map.
+type Control struct {
+	Events   int // events, each with a soft-disable word
+	Triggers int // triggers, each with a count word and a fires word
+}
+
+// SoftWord returns the soft-disable word of event e.
+func (c Control) SoftWord(e int) int { return controlFirst + e }
+
+// CountWord returns the count word of trigger t.
+func (c Control) CountWord(t int) int { return controlFirst + c.Events + 2*t }
+
+// FiresWord returns the word that counts the firings of trigger t.
+func (c Control) FiresWord(t int) int { return c.CountWord(t) + 1 }
+
+// Words returns the number of words of the map.
+func (c Control) Words() int { return controlFirst + c.Events + 2*c.Triggers }
+
+// ControlMap returns the spec of a control map named name, its words
+// initialised to init (missing words are zero).
+func ControlMap(name string, c Control, init []uint64) *ebpf.MapSpec {
+	v := make([]byte, 8*c.Words())
+	for i, w := range init {
+		binary.LittleEndian.PutUint64(v[8*i:], w)
+	}
+	return &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(v)), MaxEntries: 1, Flags: mapMmapable,
+		Contents: []ebpf.MapKV{{Key: uint32(0), Value: v}}}
+}
+
+// RecordTrigger is a trigger of an event that changes a state of the
+// session: tracing, or an event's soft-disable word.
+type RecordTrigger struct {
+	Cmd    parse.TriggerCmd   // traceon, traceoff, enable_event or disable_event
+	Filter *parse.BoundFilter // nil: every event
+	Count  int64              // the count; -1: unlimited
+	Target int                // enable_event, disable_event: the target's event index in the session
+}
+
+// SessionControl returns the layout and the spec of a session's control
+// map, for events with triggers[e] each (triggers numbered in that
+// order), the events of soft starting soft disabled, and tracing off
+// with startOff; each count word holds its trigger's count.
+func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Control, *ebpf.MapSpec, error) {
+	ctl := &Control{Events: len(triggers)}
+	for _, trs := range triggers {
+		ctl.Triggers += len(trs)
+	}
+	if ctl.Words() > 1<<12 {
+		return nil, nil, fmt.Errorf("%d events and %d triggers take more control words than a program can address", ctl.Events, ctl.Triggers)
+	}
+	init := make([]uint64, ctl.Words())
+	if startOff {
+		init[ControlTracingOff] = 1
+	}
+	t := 0
+	for e, trs := range triggers {
+		if e < len(soft) && soft[e] {
+			init[ctl.SoftWord(e)] = 1
+		}
+		for _, tr := range trs {
+			if tr.Cmd.HasTarget() && (tr.Target < 0 || tr.Target >= ctl.Events) {
+				return nil, nil, fmt.Errorf("trigger %s: target %d is no event of the session", tr.Cmd, tr.Target)
+			}
+			if tr.Count >= 0 {
+				init[ctl.CountWord(t)] = uint64(tr.Count)
+			}
+			t++
+		}
+	}
+	return ctl, ControlMap(SwitchMapName, *ctl, init), nil
+}
+
+// actions returns the actions of event e's program in a session with a
+// control map m: the event's triggers trs (numbered from first) that turn
+// something on (traceon, enable_event), then inner, gated on tracing on,
+// the event's soft-disable word and filter, then the triggers that turn
+// something off (traceoff, disable_event). So the event that fires a
+// trigger is in the window it opens or closes, recorded either way, as
+// the kernel records it when the event has a filter (its buffered event
+// is written after the triggers ran).
+func (c *Control) actions(m *ebpf.MapSpec, e int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
+	var on, off []Action
+	for i, tr := range trs {
+		t := first + i
+		a := &TriggerAction{Control: m, Filter: tr.Filter, Count: -1, Fires: c.FiresWord(t)}
+		if tr.Count >= 0 {
+			a.Count = c.CountWord(t)
+		}
+		switch tr.Cmd {
+		case parse.TrigTraceOn, parse.TrigTraceOff:
+			a.State = ControlTracingOff
+		default:
+			a.State = c.SoftWord(tr.Target)
+		}
+		if tr.Cmd == parse.TrigTraceOff || tr.Cmd == parse.TrigDisableEvent {
+			a.To = 1
+			off = append(off, a)
+		} else {
+			on = append(on, a)
+		}
+	}
+	gated := &GatedAction{Control: m, Words: []int{ControlTracingOff, c.SoftWord(e)}, Filter: filter, Inner: inner}
+	return append(append(on, gated), off...)
+}
+
+// emitControl looks the control map up with the u32 key at R10+key and
+// leaves the pointer to its words in R0; it jumps to miss if the lookup
+// fails. Clobbers R1-R5.
+func emitControl(b *Builder, name string, key int16, miss string) {
+	b.Emit(asm.StoreImm(asm.R10, key, 0, asm.Word))
+	emitLookup(b, name, key)
+	b.Emit(asm.JEq.Imm(asm.R0, 0, miss))
+}
+
+// GatedAction runs Inner only while the control words Words are all zero
+// and the event passes Filter: the record action of a session with a
+// control map. It keeps R9 (pid_tgid) for the actions after it, which
+// Inner may clobber, and gives Inner's early returns to those actions too.
+type GatedAction struct {
+	Control *ebpf.MapSpec      // the control map
+	Words   []int              // words that, non-zero, skip Inner
+	Filter  *parse.BoundFilter // the event's filter; nil: none
+	Inner   Action
+}
+
+func (a *GatedAction) stack() int { return 8 + a.Inner.stack() }
+
+func (a *GatedAction) maps() []*ebpf.MapSpec {
+	return append([]*ebpf.MapSpec{a.Control}, a.Inner.maps()...)
+}
+
+func (a *GatedAction) emit(b *Builder, f *Frame) error {
+	slot := f.Area.Off
+	b.Comment("gated: tracing on, the event enabled, its filter")
+	emitControl(b, a.Control.Name, slot, f.Next)
+	for _, w := range a.Words {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R0, int16(8*w), asm.DWord),
+			asm.JNE.Imm(asm.R1, 0, f.Next),
+		)
+	}
+	if a.Filter != nil {
+		if err := EmitFilter(b, a.Filter, f.Next, f.Scratch); err != nil {
+			return err
+		}
+	}
+	restore := b.Label("gated_end")
+	b.Emit(asm.StoreMem(asm.R10, slot, asm.R9, asm.DWord))
+	inner := &Frame{Area: StackArea{Off: slot + 8, Size: f.Area.Size - 8}, Next: restore, Out: restore, ID: f.ID, Scratch: f.Scratch}
+	if err := a.Inner.emit(b, inner); err != nil {
+		return err
+	}
+	b.Mark(restore)
+	b.Emit(asm.LoadMem(asm.R9, asm.R10, slot, asm.DWord))
+	return nil
+}
+
+// TriggerAction is a trigger that changes a state word of the control
+// map: traceon and traceoff (word ControlTracingOff), enable_event and
+// disable_event (the target's soft-disable word). When the event passes
+// Filter and the count is not spent, it moves the word from !To to To
+// with a compare-and-exchange; only a firing that changes the word
+// spends one of the count (the kernel's rule for these commands,
+// parse.TriggerCmd.CountsStateChanges) and counts as fired.
+type TriggerAction struct {
+	Control *ebpf.MapSpec
+	Filter  *parse.BoundFilter // nil: every event
+	State   int                // the word the trigger sets
+	To      uint64             // 0 or 1: what it sets the word to
+	Count   int                // the count word; -1: unlimited
+	Fires   int                // the word counting firings
+}
+
+func (a *TriggerAction) stack() int            { return 8 }
+func (a *TriggerAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.Control} }
+
+func (a *TriggerAction) emit(b *Builder, f *Frame) error {
+	if a.To > 1 {
+		return fmt.Errorf("trigger: a state word is 0 or 1, not %d", a.To)
+	}
+	b.Comment("trigger: word %d from %d to %d", a.State, 1-a.To, a.To)
+	if a.Filter != nil {
+		if err := EmitFilter(b, a.Filter, f.Next, f.Scratch); err != nil {
+			return err
+		}
+	}
+	emitControl(b, a.Control.Name, f.Area.Off, f.Next)
+	b.Emit(asm.Mov.Reg(asm.R7, asm.R0))
+	if a.Count >= 0 {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R7, int16(8*a.Count), asm.DWord),
+			asm.JSLE.Imm(asm.R1, 0, f.Next),
+		)
+	}
+	b.Emit(
+		asm.Mov.Imm(asm.R0, int32(1-a.To)),
+		asm.Mov.Imm(asm.R1, int32(a.To)),
+		cmpxchg(asm.R7, asm.R1, int16(8*a.State)),
+		asm.JNE.Imm(asm.R0, int32(1-a.To), f.Next),
+	)
+	if a.Count >= 0 {
+		b.Emit(
+			asm.Mov.Imm(asm.R1, -1),
+			asm.AddAtomic.Mem(asm.R7, asm.R1, asm.DWord, int16(8*a.Count)),
+		)
+	}
+	b.Emit(
+		asm.Mov.Imm(asm.R1, 1),
+		asm.AddAtomic.Mem(asm.R7, asm.R1, asm.DWord, int16(8*a.Fires)),
+	)
+	return nil
+}
+
+// bpfCmpxchg is the immediate of BPF_CMPXCHG: BPF_CMPXCHG | BPF_FETCH.
+const bpfCmpxchg = 0xf1
+
+// cmpxchg is "R0 = atomic cmpxchg(*(u64 *)(dst + off), R0, src)". The
+// immediate is set here: cilium/ebpf's asm.CmpXchg.Mem leaves it 0,
+// which the kernel runs as an atomic add.
+func cmpxchg(dst, src asm.Register, off int16) asm.Instruction {
+	ins := asm.CmpXchg.Mem(dst, src, asm.DWord, off)
+	ins.Constant = bpfCmpxchg
+	return ins
+}

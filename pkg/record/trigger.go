@@ -1,0 +1,235 @@
+package record
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/ksym"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracefs"
+)
+
+// EventTriggers is the trigger set of one event: what its trigger file
+// would hold after the -R of the command line.
+type EventTriggers struct {
+	Event tracefs.Event
+	Set   *parse.TriggerSet
+}
+
+// TriggerSets parses the -R triggers of specs and applies them, in order,
+// to the trigger set of every event that their -e matches, as writes to
+// the events' trigger files would: "!TRIGGER" removes an earlier one, and
+// the one-per-event limits are errors (parse.TriggerSet.Apply). It reads
+// only the event names, so it needs no privileges. The sets come in the
+// order their events are first named; an event whose triggers all went
+// is left out.
+func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
+	var out []EventTriggers
+	index := map[tracefs.Event]int{}
+	for _, es := range specs {
+		if len(es.Triggers) == 0 {
+			continue
+		}
+		evs, err := fs.Match(es.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, src := range es.Triggers {
+			t, err := parse.ParseTrigger("-R", src)
+			if err != nil {
+				return nil, err
+			}
+			if err := supported(t); err != nil {
+				return nil, err
+			}
+			for _, e := range evs {
+				if e.System == "ftrace" {
+					continue
+				}
+				i, ok := index[e]
+				if !ok {
+					i = len(out)
+					index[e] = i
+					out = append(out, EventTriggers{Event: e, Set: &parse.TriggerSet{}})
+				}
+				if err := out[i].Set.Apply(t); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	kept := out[:0]
+	for _, et := range out {
+		if len(et.Set.Triggers()) > 0 {
+			kept = append(kept, et)
+		}
+	}
+	return kept, nil
+}
+
+// supported refuses the triggers that gtrace does not run yet, with a
+// caret on the command word and what to use instead.
+func supported(t *parse.Trigger) error {
+	switch t.Cmd {
+	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent:
+		return nil
+	case parse.TrigHist:
+		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger on a recording").
+			WithHint("count the event with gtrace hist -e EVENT -k KEYS, or record it and run gtrace hist -i FILE")
+	}
+	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
+		WithHint("the kernel runs it: trace-cmd record -e EVENT -R '%s'", strings.TrimPrefix(t.String(), "!"))
+}
+
+// bindTriggers resolves the -R triggers of o against the plan's events:
+// it binds each trigger's filter to its event and adds the target of an
+// enable_event or disable_event that no -e names to the plan, soft
+// disabled, so that it is recorded only once a trigger enables it.
+func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]int) error {
+	sets, err := TriggerSets(fs, o.Events)
+	if err != nil {
+		return err
+	}
+	for _, et := range sets {
+		i, ok := index[et.Event]
+		if !ok {
+			continue // an event the plan left out (a pattern's ftrace events)
+		}
+		ev := p.Events[i]
+		for _, t := range et.Set.Triggers() {
+			bt, err := t.Bind(ev.Format, func(system, event string) (*parse.Format, bool) {
+				return p.target(fs, index, tracefs.Event{System: system, Name: event})
+			})
+			if err != nil {
+				return err
+			}
+			if bt.Filter != nil {
+				if err := bt.Filter.ResolveFunctions(ksym.KernelFuncRange); err != nil {
+					return err
+				}
+				p.Warnings = append(p.Warnings, bt.Filter.Warnings...)
+			}
+			ev.Triggers = append(ev.Triggers, bt)
+		}
+	}
+	return nil
+}
+
+// target returns the format of a trigger's target event, adding it to
+// the plan, soft disabled, when no -e names it.
+func (p *Plan) target(fs *tracefs.FS, index map[tracefs.Event]int, e tracefs.Event) (*parse.Format, bool) {
+	if i, ok := index[e]; ok {
+		return p.Events[i].Format, true
+	}
+	if e.System == "ftrace" {
+		return nil, false
+	}
+	ev, err := loadEvent(fs, e)
+	if err != nil {
+		return nil, false
+	}
+	ev.SoftDisabled = true
+	index[e] = len(p.Events)
+	p.Events = append(p.Events, ev)
+	return ev.Format, true
+}
+
+// recordTriggers returns the bpfgen triggers of ev, their targets looked
+// up in events.
+func recordTriggers(ev *Event, events []*Event) ([]bpfgen.RecordTrigger, error) {
+	var out []bpfgen.RecordTrigger
+	for _, bt := range ev.Triggers {
+		t := bt.Trigger
+		rt := bpfgen.RecordTrigger{Cmd: t.Cmd, Filter: bt.Filter, Count: -1, Target: -1}
+		if t.HasCount {
+			// A count beyond 2^63-1 is, at a billion firings a
+			// second, three centuries: it is that.
+			rt.Count = int64(min(t.Count, math.MaxInt64))
+		}
+		if bt.Target != nil {
+			for i, o := range events {
+				if o.Format == bt.Target {
+					rt.Target = i
+				}
+			}
+			if rt.Target < 0 {
+				return nil, fmt.Errorf("trigger %s of %s: its target is not in the recording", t, ev.Format.FullName())
+			}
+		}
+		out = append(out, rt)
+	}
+	return out, nil
+}
+
+// PlanTrigger is a trigger of a plan, in the order of Session.Fired.
+type PlanTrigger struct {
+	Event   string         // SYS:EVENT
+	Trigger *parse.Trigger // as given
+}
+
+// Triggers returns the plan's triggers: each event's, in the plan's
+// order of events and the trigger file's order of an event's triggers.
+func (p *Plan) Triggers() []PlanTrigger {
+	var out []PlanTrigger
+	for _, ev := range p.Events {
+		for _, bt := range ev.Triggers {
+			out = append(out, PlanTrigger{Event: ev.Format.FullName(), Trigger: bt.Trigger})
+		}
+	}
+	return out
+}
+
+// Fired returns how many times each trigger of the plan has fired (it
+// changed what it changes), in the order of Plan.Triggers.
+func (s *Session) Fired() ([]uint64, error) {
+	if s.control == nil {
+		return nil, nil
+	}
+	w, err := s.objs.Words(bpfgen.SwitchMapName)
+	if err != nil {
+		return nil, err
+	}
+	if len(w) < s.control.Words() {
+		return nil, fmt.Errorf("control map: %d words, want %d", len(w), s.control.Words())
+	}
+	fired := make([]uint64, s.control.Triggers)
+	for t := range fired {
+		fired[t] = w[s.control.FiresWord(t)]
+	}
+	return fired, nil
+}
+
+// TriggerListing returns the trigger files of the events that specs put
+// triggers on, as the kernel would list them after the -R writes
+// (parse.TriggerSet.Listing), each trigger checked against its event's
+// format and its target looked up, without loading anything: one
+// event's listing alone, several each after a line "# SYS:EVENT".
+func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
+	sets, err := TriggerSets(fs, specs)
+	if err != nil {
+		return "", err
+	}
+	lookup := func(system, event string) (*parse.Format, bool) {
+		f, err := fs.Format(tracefs.Event{System: system, Name: event})
+		return f, err == nil && system != "ftrace"
+	}
+	var b strings.Builder
+	for _, et := range sets {
+		f, err := fs.Format(et.Event)
+		if err != nil {
+			return "", err
+		}
+		for _, t := range et.Set.Triggers() {
+			if _, err := t.Bind(f, lookup); err != nil {
+				return "", err
+			}
+		}
+		if len(sets) > 1 {
+			fmt.Fprintf(&b, "# %s\n", et.Event)
+		}
+		b.WriteString(et.Set.Listing())
+	}
+	return b.String(), nil
+}
