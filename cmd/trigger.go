@@ -49,7 +49,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 		Example: `  # the writes of make up to the one of 5 bytes, then nothing
   gtrace trigger -e syscalls:sys_enter_write 'traceoff if count == 5' -- make
 
-  # the openat calls from the 3rd write of 100 bytes on
+  # the openat calls from the first write of 100 bytes on
   gtrace trigger -e syscalls:sys_enter_write 'enable_event:syscalls:sys_enter_openat if count == 100' -- ./app
 
   # a window: on at the first getppid, off at the first getpgid
