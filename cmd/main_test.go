@@ -117,7 +117,9 @@ func runWorkload(w string) int {
 		for range m {
 			syscall.Getuid()
 		}
-	case "write":
+	case "write", "write-getppid":
+		// N writes of 1..N bytes to fd 100; write-getppid: each followed
+		// by a getppid.
 		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 		if err != nil {
 			return 98
@@ -130,22 +132,9 @@ func runWorkload(w string) int {
 			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
 				return 96
 			}
-		}
-	case "write-getppid":
-		// N times: a write of i bytes to fd 100, then a getppid.
-		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
-		if err != nil {
-			return 98
-		}
-		if err := syscall.Dup3(int(f.Fd()), workloadFD, 0); err != nil {
-			return 97
-		}
-		buf := make([]byte, n)
-		for i := 1; i <= n; i++ {
-			if _, err := syscall.Write(workloadFD, buf[:i]); err != nil {
-				return 96
+			if name == "write-getppid" {
+				syscall.Getppid()
 			}
-			syscall.Getppid()
 		}
 	case "getpgid-wait":
 		// N getpgid calls for the pid noPID, then no more until

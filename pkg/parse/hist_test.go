@@ -225,13 +225,38 @@ func TestWrittenName(t *testing.T) {
 	}
 }
 
-// histErrorTests are inputs that ParseHist rejects, with the message and
-// the exact offsets of the error.
-var histErrorTests = []struct {
+// errorTest is an input that a parser rejects, with the message and the
+// exact offsets of the error.
+type errorTest struct {
 	src      string
 	msg      string
 	off, end int
-}{
+}
+
+// checkErrors runs parse, a parser of sources named name, on each input of
+// tests, and requires its *Error (message, offsets, source and name) and
+// no result besides.
+func checkErrors[T any](t *testing.T, name string, parse func(name, src string) (*T, error), tests []errorTest) {
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			got, err := parse(name, tt.src)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("parse(%q) = %v, %v, want *Error %q", tt.src, got, err, tt.msg)
+			}
+			if got != nil {
+				t.Errorf("parse(%q) = %v with error %v, want nil", tt.src, got, err)
+			}
+			if e.Msg != tt.msg || e.Off != tt.off || e.End != tt.end || e.Src != tt.src || e.Name != name {
+				t.Errorf("parse(%q) = %q at %d:%d of %q (%s), want %q at %d:%d",
+					tt.src, e.Msg, e.Off, e.End, e.Src, e.Name, tt.msg, tt.off, tt.end)
+			}
+		})
+	}
+}
+
+// histErrorTests are inputs that ParseHist rejects.
+var histErrorTests = []errorTest{
 	// Attributes.
 	{"hist:keys=pid:bogus", `unknown attribute "bogus"`, 14, 19},
 	{"hist:keys=pid:pasue", `unknown attribute "pasue"`, 14, 19},
@@ -337,22 +362,7 @@ var histErrorTests = []struct {
 }
 
 func TestParseHistErrors(t *testing.T) {
-	for _, tt := range histErrorTests {
-		t.Run(tt.src, func(t *testing.T) {
-			spec, err := ParseHist("hist", tt.src)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("ParseHist(%q) = %v, %v, want *Error %q", tt.src, spec, err, tt.msg)
-			}
-			if spec != nil {
-				t.Errorf("ParseHist(%q) = %v with error %v, want nil", tt.src, spec, err)
-			}
-			if e.Msg != tt.msg || e.Off != tt.off || e.End != tt.end || e.Src != tt.src || e.Name != "hist" {
-				t.Errorf("ParseHist(%q) = %q at %d:%d of %q (%s), want %q at %d:%d",
-					tt.src, e.Msg, e.Off, e.End, e.Src, e.Name, tt.msg, tt.off, tt.end)
-			}
-		})
-	}
+	checkErrors(t, "hist", ParseHist, histErrorTests)
 }
 
 func TestParseHistFilterError(t *testing.T) {

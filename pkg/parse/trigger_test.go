@@ -85,13 +85,8 @@ func TestParseTrigger(t *testing.T) {
 	}
 }
 
-// triggerErrorTests are inputs that ParseTrigger rejects, with the message
-// and the exact offsets of the error.
-var triggerErrorTests = []struct {
-	src      string
-	msg      string
-	off, end int
-}{
+// triggerErrorTests are inputs that ParseTrigger rejects.
+var triggerErrorTests = []errorTest{
 	{"", "empty trigger", 0, 0},
 	{"   ", "empty trigger", 3, 3},
 	{"!", "missing trigger command after '!'", 1, 1},
@@ -135,22 +130,7 @@ var triggerErrorTests = []struct {
 }
 
 func TestParseTriggerErrors(t *testing.T) {
-	for _, tt := range triggerErrorTests {
-		t.Run(tt.src, func(t *testing.T) {
-			tr, err := ParseTrigger("-R", tt.src)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("ParseTrigger(%q) = %v, %v, want *Error %q", tt.src, tr, err, tt.msg)
-			}
-			if tr != nil {
-				t.Errorf("ParseTrigger(%q) = %v with error %v, want nil", tt.src, tr, err)
-			}
-			if e.Msg != tt.msg || e.Off != tt.off || e.End != tt.end || e.Src != tt.src || e.Name != "-R" {
-				t.Errorf("ParseTrigger(%q) = %q at %d:%d of %q (%s), want %q at %d:%d",
-					tt.src, e.Msg, e.Off, e.End, e.Src, e.Name, tt.msg, tt.off, tt.end)
-			}
-		})
-	}
+	checkErrors(t, "-R", ParseTrigger, triggerErrorTests)
 }
 
 // TestParseTriggerCaret shows the whole error of a bad trigger: the
