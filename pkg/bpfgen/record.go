@@ -75,12 +75,14 @@ import (
 
 // Names of the objects in a record collection.
 const (
-	RingsMapName  = "rings"       // ARRAY_OF_MAPS: CPU -> that CPU's RINGBUF
-	LostMapName   = "lost"        // mmapable ARRAY: CPU -> u64 events lost
-	BatchMapName  = "batch"       // PERCPU_ARRAY: the batch being filled
-	CommsMapName  = "comms"       // LRU_HASH: pid -> comm, at every context switch
-	CommProgName  = "gtrace_comm" // the program that fills comms, on sched:sched_switch
-	SwitchMapName = "off"         // mmapable ARRAY: non-zero switches every record program off
+	RingsMapName = "rings"       // ARRAY_OF_MAPS: CPU -> that CPU's RINGBUF
+	LostMapName  = "lost"        // mmapable ARRAY: CPU -> u64 events lost
+	BatchMapName = "batch"       // PERCPU_ARRAY: the batch being filled
+	CommsMapName = "comms"       // LRU_HASH: pid -> comm, at every context switch
+	CommProgName = "gtrace_comm" // the program that fills comms, on sched:sched_switch
+	// CommExitProgName is the same program on sched:sched_process_exit.
+	CommExitProgName = "gtrace_comm_exit"
+	SwitchMapName    = "off" // mmapable ARRAY: non-zero switches every record program off
 )
 
 // SampleHeader is the size of a sample's header: timestamp and length.
@@ -430,14 +432,16 @@ func Record(s *RecordSpec) (*Program, error) {
 		}); err != nil {
 			return nil, err
 		}
-		ps := &ebpf.ProgramSpec{Name: CommProgName, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
-		if s.Direct != nil {
-			// It reads no argument: a raw tracepoint program does, and
-			// needs no perf event of its own.
-			directSpec(ps, "sched_switch")
-		}
-		if err := c.AddSpec(ps); err != nil {
-			return nil, err
+		for name, at := range map[string]string{CommProgName: "sched_switch", CommExitProgName: "sched_process_exit"} {
+			ps := &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: commProgram()}
+			if s.Direct != nil {
+				// It reads no argument: a raw tracepoint program does,
+				// and needs no perf event of its own.
+				directSpec(ps, at)
+			}
+			if err := c.AddSpec(ps); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &Program{Collection: c.Spec(), Recorders: recorders, Control: ctl}, nil

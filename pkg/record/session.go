@@ -173,8 +173,8 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 	// task that exits, before its parent can reap it (gone from /proc
 	// then) and before its last switch: a live output that looks a pid
 	// up finds the task in /proc or in the map, never in neither.
-	for _, at := range []string{"sched_switch", "sched_process_exit"} {
-		if err = s.objs.AttachTracepoint(bpfgen.CommProgName, "sched", at); err != nil {
+	for prog, at := range map[string]string{bpfgen.CommProgName: "sched_switch", bpfgen.CommExitProgName: "sched_process_exit"} {
+		if err = s.objs.AttachTracepoint(prog, "sched", at); err != nil {
 			s.stopReaders()
 			return nil, err
 		}
