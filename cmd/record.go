@@ -27,6 +27,7 @@ type recordOptions struct {
 	FileVersion int
 	DryRun      bool
 	StartOff    bool
+	UserStack   bool
 	Quiet       bool
 	Command     []string
 }
@@ -169,6 +170,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is recorded until a traceon trigger (-R) fires")
+	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
@@ -178,7 +180,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack})
 	if err != nil {
 		return err
 	}
