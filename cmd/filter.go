@@ -87,6 +87,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .
 
+  # each openat of /etc/passwd with the kernel stack it came through
+  gtrace filter -e syscalls:sys_enter_openat -R 'stacktrace if filename.ustring == "/etc/passwd"'
+
   # check a filter against the event's format, load nothing
   gtrace filter -e sched:sched_switch 'prev_comm ~ "kworker/*" && prev_state & 2' --check`,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -51,9 +51,12 @@ own ring buffer stays free for other tools, and filters run in BPF.
 -e takes SYS:EVENT, SYS:* or *:* (shell globs), a bare EVENT, or a whole
 SYS. -f FILTER applies to the -e right before it, and to every event that
 -e names. -R TRIGGER (repeatable) puts a trigger on those events, as
-trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT and
-disable_event:SYS:EVENT, with :N and if FILTER, run in BPF; !TRIGGER
-removes an earlier one. --start-off starts with tracing off. The filter language is the kernel's (== != < <= > >= & ~ on
+trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT,
+disable_event:SYS:EVENT and stacktrace, with :N and if FILTER, run in BPF;
+!TRIGGER removes an earlier one. --start-off starts with tracing off. A
+stacktrace writes the kernel stack after the event (trace-cmd report's
+<stack trace > block) on each firing, which its own if decides, not -f;
+--user-stack adds the user stack. The filter language is the kernel's (== != < <= > >= & ~ on
 fields, && || ! and parentheses).
 
 Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
@@ -122,6 +125,9 @@ fork and free events keep the set in a map of 65536 entries. Without
 
   # nothing until the first openat, then every openat and read
   gtrace record --start-off -e syscalls:sys_enter_openat -R traceon:1 -e syscalls:sys_enter_read
+
+  # the kernel and user stacks of the first 3 writes of 4096 bytes or more
+  gtrace record -e syscalls:sys_enter_write -R 'stacktrace:3 if count >= 4096' --user-stack -- ./app
 
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,

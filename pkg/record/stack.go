@@ -114,9 +114,9 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 
 // describe is --dry-run's words for the trigger.
 func (st *Stacktrace) describe() string {
-	s := ", the kernel stack after each record"
+	s := ", the kernel stack of each event"
 	if st.User {
-		s = ", the kernel and user stacks after each record"
+		s = ", the kernel and user stacks of each event"
 	}
 	if st.Filter != nil {
 		s += fmt.Sprintf(" that passes %s", st.Filter.Expr)

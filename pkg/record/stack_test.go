@@ -60,8 +60,8 @@ func TestNewPlanStacktrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks after each record (the first 2)\n",
-		"sys_enter_write (ID 840), 40-byte records, the kernel and user stacks after each record that passes count > 10\n",
+		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks of each event (the first 2)\n",
+		"sys_enter_write (ID 840), 40-byte records, the kernel and user stacks of each event that passes count > 10\n",
 		"FnGetStack",
 	} {
 		if !strings.Contains(b.String(), want) {
