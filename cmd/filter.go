@@ -28,6 +28,7 @@ type filterOptions struct {
 	Quiet       bool
 	DryRun      bool
 	StartOff    bool
+	UserStack   bool
 	// Fired prints a line on stderr when a trigger fires (gtrace
 	// trigger).
 	Fired   bool
@@ -86,6 +87,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .
 
+  # each openat of /etc/passwd with the kernel stack it came through
+  gtrace filter -e syscalls:sys_enter_openat -R 'stacktrace if filename.ustring == "/etc/passwd"'
+
   # check a filter against the event's format, load nothing
   gtrace filter -e sched:sched_switch 'prev_comm ~ "kworker/*" && prev_state & 2' --check`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -138,6 +142,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line (warnings and the statistics stay)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon trigger (-R) fires")
+	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	return c
 }
 
@@ -166,7 +171,7 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack})
 	if err != nil {
 		return err
 	}

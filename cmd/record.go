@@ -27,6 +27,7 @@ type recordOptions struct {
 	FileVersion int
 	DryRun      bool
 	StartOff    bool
+	UserStack   bool
 	Quiet       bool
 	Command     []string
 }
@@ -50,9 +51,12 @@ own ring buffer stays free for other tools, and filters run in BPF.
 -e takes SYS:EVENT, SYS:* or *:* (shell globs), a bare EVENT, or a whole
 SYS. -f FILTER applies to the -e right before it, and to every event that
 -e names. -R TRIGGER (repeatable) puts a trigger on those events, as
-trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT and
-disable_event:SYS:EVENT, with :N and if FILTER, run in BPF; !TRIGGER
-removes an earlier one. --start-off starts with tracing off. The filter language is the kernel's (== != < <= > >= & ~ on
+trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT,
+disable_event:SYS:EVENT and stacktrace, with :N and if FILTER, run in BPF;
+!TRIGGER removes an earlier one. --start-off starts with tracing off. A
+stacktrace writes the kernel stack after the event (trace-cmd report's
+<stack trace > block) on each firing, which its own if decides, not -f;
+--user-stack adds the user stack. The filter language is the kernel's (== != < <= > >= & ~ on
 fields, && || ! and parentheses).
 
 Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
@@ -122,6 +126,9 @@ fork and free events keep the set in a map of 65536 entries. Without
   # nothing until the first openat, then every openat and read
   gtrace record --start-off -e syscalls:sys_enter_openat -R traceon:1 -e syscalls:sys_enter_read
 
+  # the kernel and user stacks of the first 3 writes of 4096 bytes or more
+  gtrace record -e syscalls:sys_enter_write -R 'stacktrace:3 if count >= 4096' --user-stack -- ./app
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -169,6 +176,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	intFlag(f, &o.FileVersion, "file-version", "", 7, 6, 7, "file version", "trace.dat versions 6 and 7 are written", "trace.dat version: 6 or 7")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is recorded until a traceon trigger (-R) fires")
+	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
@@ -178,7 +186,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack})
 	if err != nil {
 		return err
 	}

@@ -25,8 +25,10 @@ func newTriggerCmd(d *Deps, runF func(*filterOptions, bool) error) *cobra.Comman
 would, and run them in BPF: each TRIGGER argument goes with the -e before
 it, in order, so that '!TRIGGER' removes an earlier one (see
 docs/triggers.md for the language). gtrace runs traceon, traceoff,
-enable_event:SYS:EVENT and disable_event:SYS:EVENT, each with :N and
-if FILTER.
+enable_event:SYS:EVENT, disable_event:SYS:EVENT and stacktrace, each with
+:N and if FILTER. A stacktrace prints the kernel stack of its firing after
+the event, as trace-cmd report prints it (and the user stack with
+--user-stack); its own if decides when it fires, not -f.
 
 It prints the events of the -e that pass the gate, as gtrace filter does:
 recorded while tracing is on, each event while it is enabled and its -f
@@ -54,6 +56,9 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 
   # a window: on at the first getppid, off at the first getpgid
   gtrace trigger --start-off -e syscalls:sys_enter_getppid traceon:1 -e syscalls:sys_enter_getpgid traceoff:1 -e 'sched:*'
+
+  # the kernel stacks of the writes of 100 bytes or more, at most 5
+  gtrace trigger -e syscalls:sys_enter_write 'stacktrace:5 if count >= 100' -- ./app
 
   # what the trigger file would hold, loading nothing
   gtrace trigger --list -e sched:sched_switch 'traceoff:2 if prev_pid == 1' traceon '!traceoff'`,
@@ -98,6 +103,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line (warnings, firings and the statistics stay)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon fires")
+	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger with the user stack (8 frames)")
 	o.BufferKB, o.Clock, o.FileVersion, o.Compression = record.DefaultBufferKB, "mono", 7, "none"
 	return c
 }

@@ -22,6 +22,17 @@ disable_event:syscalls:sys_enter_getppid:unlimited if count > 3
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errb)
 	}
 	d, out, _ = fakeDeps(t)
+	code = runDeps(d, "trigger", "--list", "-e", "sched:sched_switch", "stacktrace:3 if prev_pid == 1", "traceoff", "-e", "sched:sched_waking", "stacktrace")
+	want = `# sched:sched_switch
+traceoff:unlimited
+stacktrace:count=3 if prev_pid == 1
+# sched:sched_waking
+stacktrace:unlimited
+`
+	if code != 0 || out.String() != want {
+		t.Errorf("stacktrace: exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
+	}
+	d, out, _ = fakeDeps(t)
 	if code := runDeps(d, "trigger", "--list", "-e", "sched:sched_switch", "traceoff"); code != 0 || out.String() != "traceoff:unlimited\n" {
 		t.Errorf("one event: exit %d, stdout %q, want traceoff:unlimited alone", code, out)
 	}
@@ -34,8 +45,8 @@ func TestTriggerBadInput(t *testing.T) {
 	for _, tc := range []badInput{
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceoff:2 if prev_pd == 1"}, 2,
 			"^gtrace: -R:1:15: Field not found: \"prev_pd\" in sched:sched_switch\n  traceoff:2 if prev_pd == 1\n                \\^~~~~~~\n  hint: did you mean \"prev_pid\"\\?\n$", true},
-		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "stacktrace:2"}, 2,
-			"^gtrace: -R:1:1: not implemented by gtrace: the stacktrace trigger\n  stacktrace:2\n  \\^~~~~~~~~~\n  hint: the kernel runs it: trace-cmd record -e EVENT -R 'stacktrace:2'\n$", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "stacktrace:2", "stacktrace"}, 2,
+			"^gtrace: -R:1:1: File exists: the event already has a trigger stacktrace:count=2\n  stacktrace\n  \\^~~~~~~~~~\n  hint: one stacktrace per event; remove the other first with !stacktrace:2\n$", true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "snapshot"}, 2, `not implemented by gtrace: the snapshot trigger`, true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "enable_hist:sched:sched_waking"}, 2, `not implemented by gtrace: the enable_hist trigger`, true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid"}, 2, `-R:1:1: not implemented by gtrace: a hist trigger on a recording\n.*\n  \^~~~\n  hint: count the event with gtrace hist`, true},
@@ -49,7 +60,8 @@ func TestTriggerBadInput(t *testing.T) {
 		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "traceoff if next_pid ==", "-o", "x.dat"}, 2, `^gtrace: -R:1:`, true},
 		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "enable_event:sched:sched_waking"}, 2,
 			"-R:1:14: sched:sched_waking has no hist here\n  enable_event:sched:sched_waking\n               \\^~~~~~~~~~~~~~~~~~\n  hint: enable_event turns the counting of a hist of this command on or off: give sched:sched_waking its own -e\n", true},
-		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "stacktrace"}, 2, `-R:1:1: not implemented by gtrace: the stacktrace trigger`, true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "stacktrace"}, 2,
+			"^gtrace: -R:1:1: a stacktrace trigger writes a stack after a record, and a hist has no records\n  stacktrace\n  \\^~~~~~~~~~\n  hint: count the event by its kernel stack: -k common_stacktrace\n$", true},
 		{[]string{"hist", "-i", "x.dat", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "traceoff"}, 2, `-R runs triggers in BPF, on live events: not with -i`, false},
 	} {
 		t.Run(tc.args[len(tc.args)-1], func(t *testing.T) {

@@ -165,9 +165,10 @@ type RecordEvent struct {
 	// the number of system call NAME, which lets a Direct recording
 	// record it in a syscall group (see syscalls.go); nil otherwise.
 	Syscall *uint32
-	// Stack, when not nil, follows each record of the event with a
-	// record of its kernel stack (stack.go). The event then has a
-	// program of its own on its classic tracepoint.
+	// Stack, when not nil, follows each firing of the event's
+	// stacktrace trigger with a record of its kernel stack (stack.go).
+	// The event then has a program of its own on its classic
+	// tracepoint, and the recording a control map.
 	Stack *StackTrigger
 	// Triggers are the event's triggers, run after its record action
 	// (RecordSpec.Control).
@@ -182,9 +183,23 @@ type StackTrigger struct {
 	ID      int      // the format ID of ftrace:kernel_stack
 	Skip    int      // innermost frames left out
 	Counter *Counter // the firings left; nil: every event
+	// Filter is the trigger's own: an event that passes it fires the
+	// trigger, whether the event's filter records it or not; nil: every
+	// event.
+	Filter *parse.BoundFilter
 	// UserID, if not 0, is the format ID of ftrace:user_stack: a
 	// record of the user stack follows each kernel stack.
 	UserID int
+}
+
+// stacks reports whether an event of the recording has a stack trigger.
+func (s *RecordSpec) stacks() bool {
+	for _, ev := range s.Events {
+		if ev.Stack != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // RecordSpec describes the programs and maps of a recording.
@@ -298,7 +313,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		SwitchMap(SwitchMapName),
 	}
 	var ctl *Control
-	if s.Control {
+	if s.Control || s.stacks() {
 		var err error
 		triggers := make([][]RecordTrigger, len(s.Events))
 		soft := make([]bool, len(s.Events))
@@ -371,39 +386,41 @@ func Record(s *RecordSpec) (*Program, error) {
 			ID:      EventID{Const: f.ID},
 			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
 		}
-		var stack Action
+		var stack *StackAction
 		if st := ev.Stack; st != nil {
 			stack = &StackAction{ID: st.ID, UserID: st.UserID, Clock: s.Clock, Skip: st.Skip, Stream: s.Stream, Counter: st.Counter, shared: shared}
 		}
-		switch {
-		case ctl != nil:
+		if ctl != nil {
 			first := 0
 			for _, prev := range s.Events[:i] {
 				first += len(prev.Triggers)
 			}
 			filter := ev.Filter
-			if len(ev.Triggers) == 0 {
+			if len(ev.Triggers) == 0 && stack == nil {
 				// No trigger needs the events the filter rejects:
 				// it stays the skeleton's, first where it can be.
 				filter = nil
 			} else {
 				p.Filter = nil
 			}
-			p.Actions = ctl.actions(shared[len(shared)-1], i, ev.Triggers, first, filter, p.Actions[0])
+			m := shared[len(shared)-1]
+			p.Actions = ctl.actions(m, i, ev.Triggers, first, filter, p.Actions[0])
 			if stack != nil {
-				// The stack is taken when the record is: gated alike,
-				// right after it.
+				// The stacktrace trigger fires on the events that pass
+				// its own filter, recorded or not, but not while its
+				// event is soft disabled (as the kernel's post-trigger,
+				// which a soft disabled event never reaches); it writes
+				// its stack right after the record, only while tracing
+				// is on (StackAction.Control).
+				stack.Control = m
+				gs := &GatedAction{Control: m, Words: []int{ctl.SoftWord(i)}, Filter: ev.Stack.Filter, Inner: stack}
 				for j, a := range p.Actions {
-					if g, ok := a.(*GatedAction); ok {
-						gs := *g
-						gs.Inner = stack
-						p.Actions = slices.Insert(p.Actions, j+1, Action(&gs))
+					if _, ok := a.(*GatedAction); ok {
+						p.Actions = slices.Insert(p.Actions, j+1, Action(gs))
 						break
 					}
 				}
 			}
-		case stack != nil:
-			p.Actions = append(p.Actions, stack)
 		}
 		if shape != "" {
 			byShape[shape] = p

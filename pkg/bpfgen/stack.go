@@ -86,19 +86,28 @@ type StackAction struct {
 	// UserID, if not 0, is the format ID of ftrace:user_stack: a record
 	// of the user stack follows the kernel's.
 	UserID int
-	shared []*ebpf.MapSpec // the recording's maps: Record sets them
+	// Control, if not nil, is the session's control map: a firing
+	// while tracing is off (its word ControlTracingOff non-zero) spends
+	// one of the count and writes nothing, as the kernel's stacktrace
+	// trigger does when the ring buffer is off.
+	Control *ebpf.MapSpec
+	shared  []*ebpf.MapSpec // the recording's maps: Record sets them
 }
 
 func (a *StackAction) stack() int { return 8 }
 
 func (a *StackAction) maps() []*ebpf.MapSpec {
-	if a.Counter == nil {
-		return a.shared
+	m := append([]*ebpf.MapSpec(nil), a.shared...)
+	if a.Counter != nil {
+		m = append(m, a.Counter.Map)
 	}
-	return append(append([]*ebpf.MapSpec(nil), a.shared...), a.Counter.Map)
+	if a.Control != nil {
+		m = append(m, a.Control)
+	}
+	return m
 }
 
-// emit: the count, then R8 = the batch, R7 = the sample; bpf_get_stack
+// emit: the count, tracing on, then R8 = the batch, R7 = the sample; bpf_get_stack
 // writes the callers into it.
 func (a *StackAction) emit(b *Builder, fr *Frame) error {
 	if len(a.shared) == 0 {
@@ -113,6 +122,14 @@ func (a *StackAction) emit(b *Builder, fr *Frame) error {
 	key := fr.Area.Off + 4
 	if a.Counter != nil {
 		emitCountDown(b, a.Counter, key, fr.Next)
+	}
+	if a.Control != nil {
+		b.Comment("tracing off: the firing writes nothing")
+		emitControl(b, a.Control.Name, key, fr.Next)
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R0, 8*ControlTracingOff, asm.DWord),
+			asm.JNE.Imm(asm.R1, 0, fr.Next),
+		)
 	}
 	done := b.Label("stack_done")
 	const user = SampleHeader + stackHeader + 8*UserFrames

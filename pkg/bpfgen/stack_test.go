@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
 )
 
 // stackSpec is a recording of sys_enter_getppid with a stack trigger.
@@ -136,5 +137,44 @@ func TestStackUser(t *testing.T) {
 	}
 	if len(flags) != 2 || flags[0] != 0 || flags[1] != bpfFUserStack {
 		t.Errorf("bpf_get_stack flags %v, want [0 %d]", flags, bpfFUserStack)
+	}
+}
+
+// TestStackFilter: the event's filter gates the record only, the
+// trigger's filter the stack: the program has no skeleton filter, the
+// record's gate tests the event's filter, and the stack's gate, after
+// the record, tests the trigger's, then the count, then tracing off.
+func TestStackFilter(t *testing.T) {
+	f := testutil.Format(t, "syscalls:sys_enter_write")
+	bind := func(src string) *parse.BoundFilter {
+		expr, err := parse.ParseFilter("-R", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf, err := parse.BindFilter("-R", src, expr, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bf
+	}
+	c := &Counter{Map: CounterMap(testCounts, []uint64{2})}
+	s := &RecordSpec{CPUs: 2, RingSize: 1 << 16, MaxRecord: 4064, Shared: true,
+		Events: []RecordEvent{{Format: f, Filter: bind("fd == 7"), Stack: &StackTrigger{ID: 4, Counter: c, Filter: bind("fd == 9")}}}}
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Control == nil {
+		t.Fatal("a recording with a stack trigger has no control map")
+	}
+	text := p.Collection.Programs[p.Recorders[0].Prog].Instructions.String()
+	order := []string{"fd == 7", "copy 40 bytes of record", "fd == 9", "count: " + testCounts, "tracing off: the firing writes nothing", "callers: bpf_get_stack"}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(text[at:], w)
+		if i < 0 {
+			t.Fatalf("no %q after offset %d, want the order %q:\n%s", w, at, order, text)
+		}
+		at += i + len(w)
 	}
 }

@@ -135,6 +135,9 @@ func supported(t *parse.Trigger) error {
 	case parse.TrigHist:
 		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger in -R").
 			WithHint("give the hist as the -e's own, 'hist:...' or -k")
+	case parse.TrigStacktrace:
+		return t.Errorf(t.CmdOff, t.CmdEnd, "a stacktrace trigger writes a stack after a record, and a hist has no records").
+			WithHint("count the event by its kernel stack: -k common_stacktrace")
 	}
 	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
 		WithHint("the kernel runs it: write '%s' to the event's trigger file", t.String())

@@ -37,10 +37,6 @@ const commEntries = 1 << 16
 type EventSpec struct {
 	Pattern string // SYS:EVENT, SYS:*, *:*, EVENT or SYS, as tracefs.Match takes it
 	Filter  string // "" for none
-	// Stacktrace, when not nil, follows each record of the events with
-	// a record of the kernel stack, as the kernel's stacktrace trigger
-	// does (stack.go).
-	Stacktrace *Stacktrace
 	// Triggers are the -R that followed the -e, in order: each is
 	// applied to every event the -e names (TriggerSets).
 	Triggers []string
@@ -73,6 +69,9 @@ type Options struct {
 	// StartOff starts the recording with tracing off: nothing is
 	// recorded until a traceon trigger fires.
 	StartOff bool
+	// UserStack follows each kernel stack of a stacktrace trigger with
+	// the user stack (Stacktrace.User).
+	UserStack bool
 }
 
 // Event is one event that a plan records.
@@ -199,7 +198,6 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 				return nil, err
 			}
 			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
-			ev.Stacktrace = es.Stacktrace
 			if expr != nil {
 				var pe *parse.Error
 				switch ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); {
@@ -272,6 +270,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	stacks, err := p.stackTriggers(fs)
 	if err != nil {
 		return nil, err
+	}
+	if o.UserStack && len(p.Stacks) == 0 {
+		return nil, fmt.Errorf("--user-stack adds the user stack to the kernel stacks of a stacktrace trigger, and there is none: give one, -R stacktrace")
 	}
 	for i, ev := range p.Events {
 		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i], SoftDisabled: ev.SoftDisabled}

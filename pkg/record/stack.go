@@ -2,23 +2,46 @@ package record
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
-// Stacktrace is the stacktrace trigger of an event: each of its records
-// is followed by a record of the kernel's ftrace:kernel_stack event, the
-// kernel stack where the event fired (bpfgen's stack.go), as the kernel's
-// stacktrace trigger, which runs after the event's record is written.
+// Stacktrace is the stacktrace trigger of an event (-R 'stacktrace[:N]
+// [if FILTER]'): each firing writes a record of the kernel's
+// ftrace:kernel_stack event, the kernel stack where the event fired
+// (bpfgen's stack.go), right after the event's own record, as the
+// kernel's stacktrace trigger, a post-trigger, writes its entry after
+// the event's. As the kernel's, it fires on every event that passes its
+// own filter, whether the event's -f records it or not, and not while
+// the event is soft disabled; while tracing is off a firing spends one
+// of the count and writes nothing.
 type Stacktrace struct {
 	// Count is how many firings write a stack, as the kernel's
 	// stacktrace:N counts them: every firing counts; 0: all of them.
 	Count int
 	// User follows each kernel stack with a record of ftrace:user_stack,
 	// the user stack's first 8 frames, as the kernel's userstacktrace
-	// option writes it.
+	// option writes it (--user-stack).
 	User bool
+	// Filter is the trigger's if FILTER; nil: every event fires it.
+	Filter *parse.BoundFilter
+}
+
+// stacktrace returns the Stacktrace of a bound stacktrace trigger, nil
+// for one that never fires (stacktrace:0).
+func stacktrace(bt *parse.BoundTrigger, user bool) *Stacktrace {
+	t := bt.Trigger
+	if t.HasCount && t.Count == 0 {
+		return nil
+	}
+	st := &Stacktrace{User: user, Filter: bt.Filter}
+	if t.HasCount {
+		st.Count = int(min(t.Count, math.MaxInt))
+	}
+	return st
 }
 
 // StackCountsMapName is the map of the stack triggers' counts.
@@ -69,7 +92,7 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stacktrace of %s: %w", ev.Format.FullName(), err)
 		}
-		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip}
+		out[i] = &bpfgen.StackTrigger{ID: kernel.Format.ID, Skip: stackSkip, Filter: st.Filter}
 		if st.User {
 			user, err := format("user_stack")
 			if err != nil {
@@ -91,9 +114,12 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 
 // describe is --dry-run's words for the trigger.
 func (st *Stacktrace) describe() string {
-	s := ", the kernel stack after each record"
+	s := ", the kernel stack of each event"
 	if st.User {
-		s = ", the kernel and user stacks after each record"
+		s = ", the kernel and user stacks of each event"
+	}
+	if st.Filter != nil {
+		s += fmt.Sprintf(" that passes %s", st.Filter.Expr)
 	}
 	if st.Count > 0 {
 		s += fmt.Sprintf(" (the first %d)", st.Count)

@@ -19,9 +19,17 @@ import (
 )
 
 // recordStacks records syscalls:sys_enter_getppid of a helper that makes
-// calls getppid calls, with the stacktrace trigger trig, into a trace.dat
-// file, and returns its path.
-func recordStacks(t *testing.T, calls int, trig *Stacktrace) string {
+// calls getppid calls, with the -R triggers trig, into a trace.dat file,
+// and returns its path.
+func recordStacks(t *testing.T, calls int, user bool, trig ...string) string {
+	t.Helper()
+	return recordWorkload(t, fmt.Sprintf("getppid %d", calls), user, EventSpec{Pattern: "syscalls:sys_enter_getppid", Triggers: trig})
+}
+
+// recordWorkload records the events of specs of a helper running
+// workload (workloadEnv) into a trace.dat file, with the user stacks if
+// user, and returns its path.
+func recordWorkload(t *testing.T, workload string, user bool, specs ...EventSpec) string {
 	t.Helper()
 	testutil.RequirePrivileged(t)
 	fs, err := tracefs.Open()
@@ -32,14 +40,15 @@ func recordStacks(t *testing.T, calls int, trig *Stacktrace) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(workloadEnv, fmt.Sprintf("getppid %d", calls))
+	t.Setenv(workloadEnv, workload)
 	held, err := launch.Start([]string{self}, nil, os.Stderr, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := NewPlan(fs, &Options{
-		Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Stacktrace: trig}},
-		PIDs:   []int{held.Pid()},
+		Events:    specs,
+		PIDs:      []int{held.Pid()},
+		UserStack: user,
 	})
 	if err != nil {
 		held.Kill()
@@ -104,7 +113,7 @@ func reports(t *testing.T, dat string) (traceCmd, gtrace string) {
 // stderr and prints as a "<stack trace >" block through the system call's
 // entry, and gtrace report prints the same bytes.
 func TestPrivilegedStacktrace(t *testing.T) {
-	dat := recordStacks(t, 2, &Stacktrace{})
+	dat := recordStacks(t, 2, false, "stacktrace")
 	want, got := reports(t, dat)
 	t.Logf("trace-cmd report:\n%s", want)
 	if got != want {
@@ -153,7 +162,7 @@ func checkLayout(t *testing.T, dat string) {
 // TestPrivilegedStacktraceCount: stacktrace:3 on 5 getppid calls writes
 // exactly 3 stacks, after the first 3 events.
 func TestPrivilegedStacktraceCount(t *testing.T) {
-	dat := recordStacks(t, 5, &Stacktrace{Count: 3})
+	dat := recordStacks(t, 5, false, "stacktrace:3")
 	want, got := reports(t, dat)
 	if got != want {
 		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
@@ -165,15 +174,6 @@ func TestPrivilegedStacktraceCount(t *testing.T) {
 // first stacks of them each followed by a stack block.
 func checkStacks(t *testing.T, text string, events, stacks int) {
 	t.Helper()
-	var seq []string
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.Contains(line, "sys_enter_getppid:"):
-			seq = append(seq, "event")
-		case strings.Contains(line, "<stack trace >"):
-			seq = append(seq, "stack")
-		}
-	}
 	var want []string
 	for i := range events {
 		want = append(want, "event")
@@ -181,9 +181,32 @@ func checkStacks(t *testing.T, text string, events, stacks int) {
 			want = append(want, "stack")
 		}
 	}
-	if strings.Join(seq, " ") != strings.Join(want, " ") {
-		t.Errorf("records %v, want %v:\n%s", seq, want, text)
+	checkSequence(t, text, "sys_enter_getppid:", strings.Join(want, " "))
+	checkFrames(t, text, stacks)
+}
+
+// checkSequence checks the sequence of records of a report: "event" for
+// a line with event, "stack" for a stack block.
+func checkSequence(t *testing.T, text, event, want string) {
+	t.Helper()
+	var seq []string
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.Contains(line, event):
+			seq = append(seq, "event")
+		case strings.Contains(line, "<stack trace >"):
+			seq = append(seq, "stack")
+		}
 	}
+	if strings.Join(seq, " ") != want {
+		t.Errorf("records %v, want %s:\n%s", seq, want, text)
+	}
+}
+
+// checkFrames checks that stacks blocks of a report go through the
+// system call's entry.
+func checkFrames(t *testing.T, text string, stacks int) {
+	t.Helper()
 	for _, fn := range []string{"=> do_syscall_64 (", "=> entry_SYSCALL_64_after_hwframe ("} {
 		if n := strings.Count(text, fn); n != stacks {
 			t.Errorf("%d stacks through %s, want %d:\n%s", n, fn, stacks, text)
@@ -196,7 +219,7 @@ func checkStacks(t *testing.T, text string, events, stacks int) {
 // helper's text; trace-cmd report reads it and gtrace report prints the
 // same bytes.
 func TestPrivilegedStacktraceUser(t *testing.T) {
-	dat := recordStacks(t, 2, &Stacktrace{User: true})
+	dat := recordStacks(t, 2, true, "stacktrace")
 	want, got := reports(t, dat)
 	t.Logf("trace-cmd report:\n%s", want)
 	if got != want {
@@ -206,4 +229,43 @@ func TestPrivilegedStacktraceUser(t *testing.T) {
 	if n := strings.Count(want, "user_stack:"); n != 2 {
 		t.Errorf("%d user_stack records, want 2:\n%s", n, want)
 	}
+}
+
+// TestPrivilegedStacktraceIf: the trigger's own filter decides which
+// events fire it, the event's -f which are recorded, as the kernel's
+// stacktrace trigger (a post-trigger, run whether the filter kept the
+// event or not): of a helper's 5 close calls of fds closeFD+1..+5, -f
+// keeps the first 2, the trigger fires on the last 2 (the fds the Go
+// runtime closes are below closeFD).
+func TestPrivilegedStacktraceIf(t *testing.T) {
+	dat := recordWorkload(t, "close 5", false, EventSpec{
+		Pattern:  "syscalls:sys_enter_close",
+		Filter:   fmt.Sprintf("fd > %d && fd <= %d", closeFD, closeFD+2),
+		Triggers: []string{fmt.Sprintf("stacktrace if fd >= %d", closeFD+4)},
+	})
+	want, got := reports(t, dat)
+	t.Logf("trace-cmd report:\n%s", want)
+	if got != want {
+		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
+	}
+	checkSequence(t, want, "sys_enter_close:", "event event stack stack")
+	checkFrames(t, want, 2)
+}
+
+// TestPrivilegedStacktraceTraceoff: traceoff on the 3rd of a helper's 5
+// close calls, stacktrace on every one: the first 3 events are recorded,
+// each with its stack (the traceoff's own event is in the window it
+// closes, its stack too, as this kernel writes it), and nothing after.
+func TestPrivilegedStacktraceTraceoff(t *testing.T) {
+	dat := recordWorkload(t, "close 5", false, EventSpec{
+		Pattern:  "syscalls:sys_enter_close",
+		Filter:   fmt.Sprintf("fd > %d", closeFD),
+		Triggers: []string{fmt.Sprintf("traceoff if fd == %d", closeFD+3), fmt.Sprintf("stacktrace if fd > %d", closeFD)},
+	})
+	want, got := reports(t, dat)
+	if got != want {
+		t.Errorf("gtrace report differs from trace-cmd report:\n%s", testutil.FirstDiff(got, want))
+	}
+	checkSequence(t, want, "sys_enter_close:", "event stack event stack event stack")
+	checkFrames(t, want, 3)
 }

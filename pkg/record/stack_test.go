@@ -37,10 +37,10 @@ func stackTraceFS(t *testing.T) *tracefs.FS {
 func TestNewPlanStacktrace(t *testing.T) {
 	fs := stackTraceFS(t)
 	p, err := NewPlan(fs, &Options{Events: []EventSpec{
-		{Pattern: "syscalls:sys_enter_getppid", Stacktrace: &Stacktrace{Count: 2, User: true}},
-		{Pattern: "syscalls:sys_enter_write", Stacktrace: &Stacktrace{}},
+		{Pattern: "syscalls:sys_enter_getppid", Triggers: []string{"stacktrace:2"}},
+		{Pattern: "syscalls:sys_enter_write", Triggers: []string{"stacktrace if count > 10"}},
 		{Pattern: "raw_syscalls:sys_enter"},
-	}, Classic: true})
+	}, Classic: true, UserStack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +60,16 @@ func TestNewPlanStacktrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks after each record (the first 2)\n",
-		"sys_enter_write (ID 840), 40-byte records, the kernel stack after each record\n",
+		"sys_enter_getppid (ID 305), 12-byte records, the kernel and user stacks of each event (the first 2)\n",
+		"sys_enter_write (ID 840), 40-byte records, the kernel and user stacks of each event that passes count > 10\n",
 		"FnGetStack",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("Describe() lacks %q:\n%s", want, b.String())
 		}
 	}
-	if strings.Count(b.String(), "FnGetStack") != 3 {
-		t.Errorf("%d bpf_get_stack calls, want 3 (2 kernel stacks, 1 user stack)", strings.Count(b.String(), "FnGetStack"))
+	if strings.Count(b.String(), "FnGetStack") != 4 {
+		t.Errorf("%d bpf_get_stack calls, want 4 (2 kernel stacks, 2 user stacks)", strings.Count(b.String(), "FnGetStack"))
 	}
 	for _, r := range p.Program.Recorders {
 		if r.Shared() {
@@ -81,15 +81,20 @@ func TestNewPlanStacktrace(t *testing.T) {
 	}
 }
 
-// TestNewPlanStacktraceErrors: a negative count, and a kernel without
-// ftrace's kernel_stack format, are errors.
+// TestNewPlanStacktraceErrors: --user-stack without a stacktrace
+// trigger, and a kernel without ftrace's kernel_stack format, are errors;
+// stacktrace:0, which never fires, takes no stack.
 func TestNewPlanStacktraceErrors(t *testing.T) {
 	fs := stackTraceFS(t)
-	_, err := NewPlan(fs, &Options{Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Stacktrace: &Stacktrace{Count: -1}}}, Classic: true})
-	if err == nil || err.Error() != "stacktrace of syscalls:sys_enter_getppid: count -1, want 0 (every firing) or more" {
-		t.Errorf("count -1: %v", err)
+	_, err := NewPlan(fs, &Options{Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid"}}, Classic: true, UserStack: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "--user-stack adds the user stack to the kernel stacks of a stacktrace trigger") {
+		t.Errorf("--user-stack alone: %v", err)
 	}
-	_, err = NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Stacktrace: &Stacktrace{}}}, Classic: true})
+	p, err := NewPlan(fs, &Options{Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Triggers: []string{"stacktrace:0"}}}, Classic: true})
+	if err != nil || len(p.Stacks) != 0 {
+		t.Errorf("stacktrace:0: %v, stack formats %d, want none", err, len(p.Stacks))
+	}
+	_, err = NewPlan(fakeTraceFS(t), &Options{Events: []EventSpec{{Pattern: "syscalls:sys_enter_getppid", Triggers: []string{"stacktrace"}}}, Classic: true})
 	if err == nil || !strings.HasPrefix(err.Error(), "stacktrace of syscalls:sys_enter_getppid: read format of ftrace:kernel_stack: ") {
 		t.Errorf("no kernel_stack format: %v", err)
 	}

@@ -73,7 +73,7 @@ func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 // caret on the command word and what to use instead.
 func supported(t *parse.Trigger) error {
 	switch t.Cmd {
-	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent:
+	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace:
 		return nil
 	case parse.TrigHist:
 		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger on a recording").
@@ -86,7 +86,8 @@ func supported(t *parse.Trigger) error {
 // bindTriggers resolves the -R triggers of o against the plan's events:
 // it binds each trigger's filter to its event and adds the target of an
 // enable_event or disable_event that no -e names to the plan, soft
-// disabled, so that it is recorded only once a trigger enables it.
+// disabled, so that it is recorded only once a trigger enables it. A
+// stacktrace trigger becomes the event's Stacktrace.
 func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]int) error {
 	sets, err := TriggerSets(fs, o.Events)
 	if err != nil {
@@ -110,6 +111,10 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 					return err
 				}
 				p.Warnings = append(p.Warnings, bt.Filter.Warnings...)
+			}
+			if t.Cmd == parse.TrigStacktrace {
+				ev.Stacktrace = stacktrace(bt, o.UserStack)
+				continue
 			}
 			ev.Triggers = append(ev.Triggers, bt)
 		}

@@ -146,8 +146,9 @@ func eventList(p *record.Plan) string {
 	return strings.Join(names, ", ")
 }
 
-// printerOptions describes the plan's events to the printer as the file
-// record writes describes them to report: formats, kernel symbols and
+// printerOptions describes the plan's events, and the ftrace stack
+// events of its stacktrace triggers, to the printer as the file record
+// writes describes them to report: formats, kernel symbols and
 // printk formats (when readable), the trace clock.
 func printerOptions(fs *tracefs.FS, p *record.Plan) report.PrinterOptions {
 	po := report.PrinterOptions{
@@ -156,7 +157,7 @@ func printerOptions(fs *tracefs.FS, p *record.Plan) report.PrinterOptions {
 		LongSize:  strconv.IntSize / 8,
 		BigEndian: binary.NativeEndian.Uint16([]byte{0, 1}) == 1,
 	}
-	for _, ev := range p.Events {
+	for _, ev := range append(p.Events[:len(p.Events):len(p.Events)], p.Stacks...) {
 		po.Formats[ev.Format.ID] = report.EventFormat{Format: ev.Format, Text: ev.Text}
 	}
 	// As in a file: symbols and printk formats help print addresses
