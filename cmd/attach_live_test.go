@@ -31,7 +31,7 @@ func TestPrivilegedAttachLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"record", "-e", "sched:sched_process_exec", "-o", file, "--", "true"},
-			"gtrace: recording 1 event (2 programs) to " + file + " while true runs; Ctrl-C to stop\n"},
+			"gtrace: recording 1 event (3 programs) to " + file + " while true runs; Ctrl-C to stop\n"},
 		{[]string{"hist", "-e", "sched:sched_process_exec", "-k", "common_pid", "--duration", "1500ms"},
 			"gtrace: counting a hist of sched:sched_process_exec (1 program) for 1.5s; Ctrl-C to stop sooner\n"},
 	} {

@@ -55,7 +55,7 @@ func TestPrivilegedTerminal(t *testing.T) {
 		t.Fatalf("no %s in the pane after a minute:\n%s", what, screen)
 		return ""
 	}
-	attach := regexp.MustCompile(`(?m)^gtrace: recording 1 event \(2 programs\) to ` + regexp.QuoteMeta(file) + `; Ctrl-C to stop$`)
+	attach := regexp.MustCompile(`(?m)^gtrace: recording 1 event \(3 programs\) to ` + regexp.QuoteMeta(file) + `; Ctrl-C to stop$`)
 	waitFor("attach line", attach)
 	waitFor("status line", regexp.MustCompile(`(?m)^\d+ events/s, \d+ events, [\d.]+ MB, 0 lost$`))
 	tm("send-keys", "C-c")

@@ -11,11 +11,16 @@ import (
 // descends from it (children, grandchildren, ...), as /proc shows them
 // at the time: a shell's children die with it rather than live on as
 // orphans. Processes that have left the tree (a daemon) are not reached.
+// The tree is read first and pid signalled first: a shell waiting for a
+// child that the signal kills would otherwise return from its wait and
+// exit 0 before its own signal arrived, and the command's status would
+// depend on the order in which the kernel delivers them.
 func signalTree(pid int, sig syscall.Signal) {
-	for _, p := range descendants(pid) {
+	tree := descendants(pid)
+	_ = syscall.Kill(pid, sig)
+	for _, p := range tree {
 		_ = syscall.Kill(p, sig)
 	}
-	_ = syscall.Kill(pid, sig)
 }
 
 // descendants returns the processes below pid, read from /proc/*/stat.
