@@ -12,6 +12,10 @@
 #   record-glob  the record program, filter comm ~ "*zz*"
 #   hist-id      gtrace's hist program (key common_pid), id == 99999
 #   hist-glob    the hist program, comm ~ "*zz*"
+#   traceoff-if  record-pid's program with a trigger
+#                "traceoff if id == 99999" that never fires (issue 18)
+#   hist-stack   the hist program keyed on common_stacktrace, no filter:
+#                a bpf_get_stackid per event (issue 18)
 # Each round runs a getppid loop on one thread under every variant, the
 # order rotating from round to round, each paired with an untraced run
 # right before it: a variant's overhead in a round is the difference of
@@ -24,6 +28,10 @@
 # costs every variant the same, so the two ratios measure the same
 # thing; on a busy machine the paired CPU times move by tens of ns from
 # run to run, the run times by a few.
+#
+# It then runs BenchmarkPrivilegedStackSymbolize (pkg/hist) and prints
+# how many unique kernel stacks of 12 frames a hist's output symbolizes
+# per second through /proc/kallsyms.
 #
 # Target (PASS/FAIL): the reject-all filters (record-pid, record-id) at
 # most 1.3x the empty program's overhead, by the run-time ratio (the
@@ -71,16 +79,17 @@ line=$(grep '^BenchmarkPrivilegedFilterOverhead' <<<"$out") || {
 	exit 1
 }
 
-# metric UNIT: the value go test printed before UNIT.
+# metric UNIT [LINE]: the value go test printed before UNIT on LINE (the
+# overhead benchmark's line when not given).
 metric() {
-	awk -v unit="$1" '{ for (i = 2; i <= NF; i++) if ($i == unit) { print $(i - 1); exit } }' <<<"$line"
+	awk -v unit="$1" '{ for (i = 2; i <= NF; i++) if ($i == unit) { print $(i - 1); exit } }' <<<"${2:-$line}"
 }
 
 echo "raw_syscalls:sys_enter, classic tracepoint; $rounds rounds; untraced getppid: $(metric none-ns/call) ns/call"
 echo
 echo "| variant | overhead ns/event | ratio to empty (paired) | program ns/event | ratio to empty (run time) |"
 echo "|---|---:|---:|---:|---:|"
-for v in empty record-pid record-id record-glob hist-id hist-glob; do
+for v in empty record-pid record-id record-glob hist-id hist-glob traceoff-if hist-stack; do
 	paired=1 byprog=1
 	if [[ $v != empty ]]; then
 		paired=$(metric "$v/empty")
@@ -88,6 +97,19 @@ for v in empty record-pid record-id record-glob hist-id hist-glob; do
 	fi
 	printf '| %s | %s | %s | %s | %s |\n' "$v" "$(metric "$v-ns/event")" "$paired" "$(metric "$v-prog-ns/event")" "$byprog"
 done
+echo
+sym=$(cd "$repo" && GTRACE_REQUIRE_BPF=1 go test -count=1 -run '^$' \
+	-bench '^BenchmarkPrivilegedStackSymbolize$' ./pkg/hist/ 2>&1) || {
+	echo "$sym" >&2
+	echo "$prog: the symbolization benchmark failed" >&2
+	exit 1
+}
+symline=$(grep '^BenchmarkPrivilegedStackSymbolize' <<<"$sym") || {
+	echo "$sym" >&2
+	echo "$prog: no symbolization line in go test's output" >&2
+	exit 1
+}
+echo "stack symbolization: $(metric stacks/s "$symline") unique stacks/s ($(metric text-syms "$symline") text symbols, kallsyms parsed in $(metric kallsyms-parse-ms "$symline") ms)"
 echo
 status=0
 for v in record-pid record-id; do

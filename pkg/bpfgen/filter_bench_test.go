@@ -47,7 +47,10 @@ type filterVariant struct {
 // with a filter that rejects every system call without reading the
 // record (common_pid == 0), with one that reads a field (id == 99999),
 // and with a glob on comm (comm ~ "*zz*"); gtrace's hist program (key
-// common_pid) with the last two. The programs' process gate excludes
+// common_pid) with the last two; record-pid's program with a trigger
+// "traceoff if id == 99999", which never fires, and so a control map
+// (traceoff-if); the hist program keyed on common_stacktrace,
+// without a filter (hist-stack). The programs' process gate excludes
 // another process than this one, as gtrace's excludes its own pid.
 func BenchmarkPrivilegedFilterOverhead(b *testing.B) {
 	testutil.RequirePrivileged(b)
@@ -97,6 +100,39 @@ func BenchmarkPrivilegedFilterOverhead(b *testing.B) {
 		}
 		return p
 	}
+	// The record program of an event with filter ev and a traceoff
+	// trigger with filter trig: the record is gated on the control
+	// map's words and ev, then the trigger's filter runs.
+	triggered := func(ev, trig string) *Program {
+		p, err := Record(&RecordSpec{
+			Events: []RecordEvent{{Format: f, Filter: filter(ev), Triggers: []RecordTrigger{
+				{Cmd: parse.TrigTraceOff, Filter: filter(trig), Count: -1},
+			}}},
+			CPUs:        runtime.NumCPU(),
+			RingSize:    1 << 16,
+			MaxRecord:   (os.Getpagesize() - 32) &^ 7,
+			Clock:       ClockMono,
+			ExcludeTGID: gate.ExcludeTGID,
+			Control:     true,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	// The hist program keyed on the kernel stack (common_stacktrace),
+	// without a filter: every event takes a bpf_get_stackid.
+	stackHist := func() *Program {
+		p, err := Hist(&HistSpec{
+			HistLayout: HistLayout{Keys: []KeySlot{{Src: SrcStack, Size: 8, Skip: StackSkip(f.System, f.Name)}}, KeySize: 8, ValueSize: 8, CommOff: -1, MaxEntries: 2048},
+			Gate:       gate,
+			Event:      f,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
 	empty := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"empty": {
 		Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
@@ -116,6 +152,8 @@ func BenchmarkPrivilegedFilterOverhead(b *testing.B) {
 		load("record-glob", record(`comm ~ "*zz*"`).Collection, RecordProgName(0)),
 		load("hist-id", hist("id == 99999").Collection, HistProgName),
 		load("hist-glob", hist(`comm ~ "*zz*"`).Collection, HistProgName),
+		load("traceoff-if", triggered("common_pid == 0", "id == 99999").Collection, RecordProgName(0)),
+		load("hist-stack", stackHist().Collection, HistProgName),
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
