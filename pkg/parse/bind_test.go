@@ -44,20 +44,7 @@ func TestBindFilterGolden(t *testing.T) {
 			stem, src, _ := strings.Cut(string(b), "\n")
 			src = strings.TrimSuffix(src, "\n")
 			got := bindReport(readTestFormat(t, stem), src)
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("BindFilter(%q) on %s:\n%s\nwant:\n%s", src, stem, got, want)
-			}
+			checkGolden(t, in, got, fmt.Sprintf("BindFilter(%q) on %s", src, stem))
 		})
 	}
 }

@@ -498,20 +498,7 @@ func TestParseHistGolden(t *testing.T) {
 			} else {
 				got = spec.String() + "\n"
 			}
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("ParseHist(%q) =\n%s\nwant\n%s", src, got, want)
-			}
+			checkGolden(t, in, got, fmt.Sprintf("ParseHist(%q)", src))
 		})
 	}
 }

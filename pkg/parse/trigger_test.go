@@ -194,20 +194,7 @@ func TestTriggerSetListing(t *testing.T) {
 				t.Fatalf("Apply = %+v", err)
 			}
 			got := s.Listing()
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("Listing() =\n%s\nwant\n%s", got, want)
-			}
+			checkGolden(t, in, got, "Listing()")
 		})
 	}
 }
