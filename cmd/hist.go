@@ -384,6 +384,12 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, h := range hists {
+		if h.Spec.Pause {
+			return h.Spec.Errorf(h.Spec.PauseOff, h.Spec.PauseEnd, "a paused hist over a file would count nothing").
+				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
+		}
+	}
 	owner, infos, err := hist.FileShares(f, hists)
 	if err != nil {
 		return err
