@@ -181,6 +181,8 @@ func TestBadInput(t *testing.T) {
 		{hist("-i", corrupt), 1, `file version "\\x1b\[31m6"`, false},
 		{[]string{"hist", "-i", sample, "-e", "sched:*", "-k", "prev_pid"}, 2, `unknown field "prev_pid" in sched:\w+`, true},
 		{[]string{"hist", "-i", sample, "-e", "nosys:nosuch", "-k", "prev_pid"}, 2, `nosys:nosuch`, false},
+		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "hist:keys=prev_pid:pause"}, 2,
+			"^gtrace: hist:1:20: a paused hist over a file would count nothing\n  hist:keys=prev_pid:pause\n                     \\^~~~~\n  hint: pause waits for an enable_hist trigger \\(-R\\), which runs on live events: drop pause\n$", true},
 		{[]string{"hist", "-i", sample, "-e", "sched:*", "-k", "common_stacktrace"}, 2, `--keys:1:1: a stack key needs a live hist: a trace.dat's records hold no stacks\n  common_stacktrace\n  \^~+\n`, true},
 
 		// record.

@@ -95,6 +95,10 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the sizes of the writes of ./app up to the one of 5 bytes (a trigger, -R)
   gtrace hist -e syscalls:sys_enter_write -k count -R 'traceoff if count == 5' -- ./app
 
+  # the getppid calls of ./app between its writes of 3 and of 6 bytes (a paused hist)
+  gtrace hist -e syscalls:sys_enter_write -k count -R 'enable_hist:syscalls:sys_enter_getppid if count == 3' \
+    -R 'disable_hist:syscalls:sys_enter_getppid if count == 6' -e syscalls:sys_enter_getppid 'hist:keys=common_pid:pause' -- ./app
+
   # bytes written per process, biggest first, for 10 seconds
   gtrace hist -e syscalls:sys_enter_write -k common_pid.execname --vals count -s count.descending --duration 10s
 
@@ -383,6 +387,12 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	hists, err := histSpecs(cat, o.Hists, true)
 	if err != nil {
 		return err
+	}
+	for _, h := range hists {
+		if h.Spec.Pause {
+			return h.Spec.Errorf(h.Spec.PauseOff, h.Spec.PauseEnd, "a paused hist over a file would count nothing").
+				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
+		}
 	}
 	owner, infos, err := hist.FileShares(f, hists)
 	if err != nil {

@@ -183,3 +183,58 @@ func TestPrivilegedHistEnableEvent(t *testing.T) {
 		t.Errorf("the getppid hist does not count exactly the 8 calls from the write of 3 bytes on:\n%s", hists[2])
 	}
 }
+
+// TestPrivilegedHistEnableHist switches the hist of the helper's getppid
+// calls from its writes: a paused hist counts exactly the calls between
+// the write that continues it and the one that pauses it (the calls
+// after the writes of 3, 4 and 5 bytes), and lists [paused] at the end;
+// after the write of 1 byte and from that of 8 on, a hist paused by a
+// disable_hist at the write of 2 bytes and continued at that of 8 counts
+// the calls after the writes of 1, 8, 9 and 10 bytes;
+// a count on enable_hist is spent by every firing, even one that finds
+// the hist active, as the kernel's is, so "enable_hist:1 if count >= 2"
+// is spent at the write of 2 bytes and never continues the hist that the
+// write of 4 bytes paused.
+func TestPrivilegedHistEnableHist(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	for _, tc := range []struct {
+		name     string
+		triggers []string
+		hist     string
+		want     int
+		state    string
+	}{
+		{"pause window", []string{"enable_hist:syscalls:sys_enter_getppid if count == 3", "disable_hist:syscalls:sys_enter_getppid if count == 6"},
+			"hist:keys=common_pid:pause", 3, "[paused]"},
+		{"count spent on every firing", []string{"enable_hist:syscalls:sys_enter_getppid:1 if count >= 2", "disable_hist:syscalls:sys_enter_getppid:1 if count == 4"},
+			"hist:keys=common_pid:cont", 3, "[paused]"},
+		{"continued", []string{"disable_hist:syscalls:sys_enter_getppid if count == 2", "enable_hist:syscalls:sys_enter_getppid if count == 8"},
+			"hist:keys=common_pid", 4, "[active]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"hist", "-q", "--follow", "-e", "syscalls:sys_enter_write", "-f", "fd == 100", "-k", "count"}
+			for _, tr := range tc.triggers {
+				args = append(args, "-R", tr)
+			}
+			args = append(append(args, "-e", "syscalls:sys_enter_getppid", tc.hist), workload(t, "write-getppid 10")...)
+			out, errOut, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+			}
+			hists := strings.Split(out, "# event histogram")
+			if len(hists) != 3 {
+				t.Fatalf("want two hists:\n%s", out)
+			}
+			if !strings.Contains(hists[1], "Hits: 10\n    Entries: 10\n") || !strings.Contains(hists[1], " [active]\n") {
+				t.Errorf("the writes' hist is not active with all 10:\n%s", hists[1])
+			}
+			want := fmt.Sprintf(`\{ common_pid: +\d+ \} hitcount: +%d\n\nTotals:\n    Hits: %d\n    Entries: 1\n`, tc.want, tc.want)
+			if !regexp.MustCompile(want).MatchString(hists[2]) {
+				t.Errorf("the getppid hist does not count exactly %d calls:\n%s", tc.want, hists[2])
+			}
+			if info := "# trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 " + tc.state + "\n"; !strings.Contains(hists[2], info) {
+				t.Errorf("the getppid hist has not %q:\n%s", info, hists[2])
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,30 @@ stacktrace:unlimited
 	}
 }
 
+// TestHistEnableHistDryRun checks what --dry-run says of a hist's
+// enable_hist and disable_hist triggers and of a paused hist: the
+// trigger file's lines of the event that carries them, newest first, and
+// the target's trigger info " [paused]", as the kernel lists them.
+func TestHistEnableHistDryRun(t *testing.T) {
+	d, out, errb := fakeDeps(t)
+	code := runDeps(d, "hist", "--dry-run",
+		"-e", "sched:sched_switch", "-k", "prev_pid",
+		"-R", "enable_hist:sched:sched_waking:2 if prev_pid == 3", "-R", "disable_hist:sched:sched_waking",
+		"-e", "sched:sched_waking", "hist:keys=pid:pause")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb)
+	}
+	for _, want := range []string{
+		"# trigger info: hist:keys=prev_pid:vals=hitcount:sort=hitcount:size=2048 [active]\n",
+		"# trigger disable_hist:sched:sched_waking:unlimited\n# trigger enable_hist:sched:sched_waking:count=2 if prev_pid == 3\n",
+		"# trigger info: hist:keys=pid:vals=hitcount:sort=hitcount:size=2048 [paused]\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--dry-run output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestTriggerBadInput is the table of bad triggers, on record's -R and
 // gtrace trigger: the exact message and caret, exit 2, nothing loaded
 // (the formats are fixtures: nothing could be).
@@ -60,6 +85,10 @@ func TestTriggerBadInput(t *testing.T) {
 		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "traceoff if next_pid ==", "-o", "x.dat"}, 2, `^gtrace: -R:1:`, true},
 		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "enable_event:sched:sched_waking"}, 2,
 			"-R:1:14: sched:sched_waking has no hist here\n  enable_event:sched:sched_waking\n               \\^~~~~~~~~~~~~~~~~~\n  hint: enable_event turns the counting of a hist of this command on or off: give sched:sched_waking its own -e\n", true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "disable_hist:sched:sched_waking:2"}, 2,
+			"-R:1:14: sched:sched_waking has no hist here\n  disable_hist:sched:sched_waking:2\n               \\^~~~~~~~~~~~~~~~~~\n  hint: disable_hist turns the counting of a hist of this command on or off: give sched:sched_waking its own -e\n", true},
+		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid:clear"}, 2,
+			"^gtrace: hist:1:20: clear empties a hist already there\n  hist:keys=prev_pid:clear\n                     \\^~~~~\n  hint: a hist of gtrace starts empty", true},
 		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "stacktrace"}, 2,
 			"^gtrace: -R:1:1: a stacktrace trigger writes a stack after a record, and a hist has no records\n  stacktrace\n  \\^~~~~~~~~~\n  hint: count the event by its kernel stack: -k common_stacktrace\n$", true},
 		{[]string{"hist", "-i", "x.dat", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "traceoff"}, 2, `-R runs triggers in BPF, on live events: not with -i`, false},

@@ -7,12 +7,14 @@ package bpfgen
 //
 //	word 0          the off switch: non-zero, every program returns first thing
 //	word 1          tracing off: non-zero, no event is recorded (tracing_on = 0)
-//	word 2+e        event e's soft-disable word: non-zero, event e is not recorded
-//	word 2+E+2t     trigger t's count left (signed; <= 0: spent), when it has a count
-//	word 2+E+2t+1   how many times trigger t has fired (changed a state)
+//	word 2+e          event e's soft-disable word: non-zero, event e is not recorded
+//	word 2+E+h        hist h's paused word: non-zero, hist h counts nothing
+//	word 2+E+H+2t     trigger t's count left (signed; <= 0: spent), when it has a count
+//	word 2+E+H+2t+1   how many times trigger t has fired (changed a state)
 //
-// E is the number of events of the session, triggers are numbered in the
-// order of the events and, within an event, in the order of its triggers.
+// E is the number of events of the session, H the number of its hists (0
+// for a recording), triggers are numbered in the order of the events and,
+// within an event, in the order of its triggers.
 // Every record program of such a session runs its record action only when
 // words 1 and 2+e are zero and its event's filter passes (GatedAction),
 // and then its triggers, whatever happened to the record (TriggerAction):
@@ -40,20 +42,24 @@ const (
 // Control is the layout of a session's control map.
 type Control struct {
 	Events   int // events, each with a soft-disable word
+	Hists    int // hists, each with a paused word
 	Triggers int // triggers, each with a count word and a fires word
 }
 
 // SoftWord returns the soft-disable word of event e.
 func (c Control) SoftWord(e int) int { return controlFirst + e }
 
+// PausedWord returns the paused word of hist h.
+func (c Control) PausedWord(h int) int { return controlFirst + c.Events + h }
+
 // CountWord returns the count word of trigger t.
-func (c Control) CountWord(t int) int { return controlFirst + c.Events + 2*t }
+func (c Control) CountWord(t int) int { return controlFirst + c.Events + c.Hists + 2*t }
 
 // FiresWord returns the word that counts the firings of trigger t.
 func (c Control) FiresWord(t int) int { return c.CountWord(t) + 1 }
 
 // Words returns the number of words of the map.
-func (c Control) Words() int { return controlFirst + c.Events + 2*c.Triggers }
+func (c Control) Words() int { return controlFirst + c.Events + c.Hists + 2*c.Triggers }
 
 // ControlMap returns the spec of a control map named name, its words
 // initialised to init (missing words are zero).
@@ -67,20 +73,22 @@ func ControlMap(name string, c Control, init []uint64) *ebpf.MapSpec {
 }
 
 // RecordTrigger is a trigger of an event that changes a state of the
-// session: tracing, or an event's soft-disable word.
+// session: tracing, an event's soft-disable word, or hists' paused words.
 type RecordTrigger struct {
-	Cmd    parse.TriggerCmd   // traceon, traceoff, enable_event or disable_event
+	Cmd    parse.TriggerCmd   // traceon, traceoff, enable_event, disable_event, enable_hist or disable_hist
 	Filter *parse.BoundFilter // nil: every event
 	Count  int64              // the count; -1: unlimited
-	Target int                // enable_event, disable_event: the target's event index in the session
+	Target int                // enable_event, disable_event, enable_hist, disable_hist: the target's event index in the session
+	Hists  []int              // enable_hist, disable_hist: the session's hists of the target
 }
 
 // SessionControl returns the layout and the spec of a session's control
 // map, for events with triggers[e] each (triggers numbered in that
-// order), the events of soft starting soft disabled, and tracing off
-// with startOff; each count word holds its trigger's count.
-func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Control, *ebpf.MapSpec, error) {
-	ctl := &Control{Events: len(triggers)}
+// order), the events of soft starting soft disabled, a hist per element
+// of paused (starting paused where true), and tracing off with startOff;
+// each count word holds its trigger's count.
+func SessionControl(triggers [][]RecordTrigger, soft, paused []bool, startOff bool) (*Control, *ebpf.MapSpec, error) {
+	ctl := &Control{Events: len(triggers), Hists: len(paused)}
 	for _, trs := range triggers {
 		ctl.Triggers += len(trs)
 	}
@@ -91,6 +99,11 @@ func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Co
 	if startOff {
 		init[ControlTracingOff] = 1
 	}
+	for h, p := range paused {
+		if p {
+			init[ctl.PausedWord(h)] = 1
+		}
+	}
 	t := 0
 	for e, trs := range triggers {
 		if e < len(soft) && soft[e] {
@@ -99,6 +112,11 @@ func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Co
 		for _, tr := range trs {
 			if tr.Cmd.HasTarget() && (tr.Target < 0 || tr.Target >= ctl.Events) {
 				return nil, nil, fmt.Errorf("trigger %s: target %d is no event of the session", tr.Cmd, tr.Target)
+			}
+			for _, h := range tr.Hists {
+				if h < 0 || h >= ctl.Hists {
+					return nil, nil, fmt.Errorf("trigger %s: hist %d is no hist of the session", tr.Cmd, h)
+				}
 			}
 			if tr.Count >= 0 {
 				init[ctl.CountWord(t)] = uint64(tr.Count)
@@ -111,16 +129,33 @@ func SessionControl(triggers [][]RecordTrigger, soft []bool, startOff bool) (*Co
 
 // actions returns the actions of event e's program in a session with a
 // control map m: the event's triggers trs (numbered from first) that turn
-// something on (traceon, enable_event), then inner, gated on tracing on,
-// the event's soft-disable word and filter, then the triggers that turn
-// something off (traceoff, disable_event). So the event that fires a
-// trigger is in the window it opens or closes, recorded either way, as
-// the kernel records it when the event has a filter (its buffered event
-// is written after the triggers ran).
-func (c *Control) actions(m *ebpf.MapSpec, e int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
+// something on (traceon, enable_event, enable_hist), then inner, gated on
+// tracing on, the event's soft-disable word, the paused words of hists
+// and filter, then the triggers that turn something off (traceoff,
+// disable_event, disable_hist). So the event that fires a trigger is in
+// the window it opens or closes, recorded either way, as the kernel
+// records it when the event has a filter (its buffered event is written
+// after the triggers ran).
+func (c *Control) actions(m *ebpf.MapSpec, e int, hists []int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
 	var on, off []Action
 	for i, tr := range trs {
 		t := first + i
+		if tr.Cmd == parse.TrigEnableHist || tr.Cmd == parse.TrigDisableHist {
+			a := &HistSwitchAction{Control: m, Filter: tr.Filter, Count: -1, Fires: c.FiresWord(t)}
+			if tr.Count >= 0 {
+				a.Count = c.CountWord(t)
+			}
+			for _, h := range tr.Hists {
+				a.Words = append(a.Words, c.PausedWord(h))
+			}
+			if tr.Cmd == parse.TrigDisableHist {
+				a.To = 1
+				off = append(off, a)
+			} else {
+				on = append(on, a)
+			}
+			continue
+		}
 		a := &TriggerAction{Control: m, Filter: tr.Filter, Count: -1, Fires: c.FiresWord(t)}
 		if tr.Count >= 0 {
 			a.Count = c.CountWord(t)
@@ -138,7 +173,11 @@ func (c *Control) actions(m *ebpf.MapSpec, e int, trs []RecordTrigger, first int
 			on = append(on, a)
 		}
 	}
-	gated := &GatedAction{Control: m, Words: []int{ControlTracingOff, c.SoftWord(e)}, Filter: filter, Inner: inner}
+	words := []int{ControlTracingOff, c.SoftWord(e)}
+	for _, h := range hists {
+		words = append(words, c.PausedWord(h))
+	}
+	gated := &GatedAction{Control: m, Words: words, Filter: filter, Inner: inner}
 	return append(append(on, gated), off...)
 }
 
@@ -242,6 +281,60 @@ func (a *TriggerAction) emit(b *Builder, f *Frame) error {
 			asm.Mov.Imm(asm.R1, -1),
 			asm.AddAtomic.Mem(asm.R7, asm.R1, asm.DWord, int16(8*a.Count)),
 		)
+	}
+	b.Emit(
+		asm.Mov.Imm(asm.R1, 1),
+		asm.AddAtomic.Mem(asm.R7, asm.R1, asm.DWord, int16(8*a.Fires)),
+	)
+	return nil
+}
+
+// HistSwitchAction is enable_hist (To 0) or disable_hist (To 1): when
+// the event passes Filter and the count is not spent, it sets the paused
+// words Words, those of every hist of the target event, to To. Every
+// firing spends one of the count, whatever the hists' state was, as the
+// kernel's enable_hist and disable_hist do
+// (parse.TriggerCmd.CountsStateChanges): the count word is decremented
+// with a fetch-and-add, and only a firing that found it positive sets the
+// words and counts as fired.
+type HistSwitchAction struct {
+	Control *ebpf.MapSpec
+	Filter  *parse.BoundFilter // nil: every event
+	Words   []int              // the paused words it sets
+	To      uint64             // 0 (continue) or 1 (pause)
+	Count   int                // the count word; -1: unlimited
+	Fires   int                // the word counting firings
+}
+
+func (a *HistSwitchAction) stack() int            { return 8 }
+func (a *HistSwitchAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.Control} }
+
+func (a *HistSwitchAction) emit(b *Builder, f *Frame) error {
+	if a.To > 1 {
+		return fmt.Errorf("hist trigger: a paused word is 0 or 1, not %d", a.To)
+	}
+	b.Comment("hist trigger: words %v to %d", a.Words, a.To)
+	if a.Filter != nil {
+		if err := EmitFilter(b, a.Filter, f.Next, f.Scratch); err != nil {
+			return err
+		}
+	}
+	emitControl(b, a.Control.Name, f.Area.Off, f.Next)
+	b.Emit(asm.Mov.Reg(asm.R7, asm.R0))
+	if a.Count >= 0 {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R7, int16(8*a.Count), asm.DWord),
+			asm.JSLE.Imm(asm.R1, 0, f.Next),
+			asm.Mov.Imm(asm.R1, -1),
+			asm.Mov.Reg(asm.R2, asm.R7),
+			asm.Add.Imm(asm.R2, int32(8*a.Count)),
+			fetchAdd(asm.R2, asm.R1),
+			asm.JSLE.Imm(asm.R1, 0, f.Next),
+		)
+	}
+	b.Emit(asm.Mov.Imm(asm.R1, int32(a.To)))
+	for _, w := range a.Words {
+		b.Emit(asm.StoreMem(asm.R7, int16(8*w), asm.R1, asm.DWord))
 	}
 	b.Emit(
 		asm.Mov.Imm(asm.R1, 1),

@@ -3,8 +3,11 @@ package bpfgen
 import (
 	"encoding/binary"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/internal/testutil"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -146,7 +149,7 @@ func TestControlNone(t *testing.T) {
 // with the hist's filter inside the gate, and its traceoff after it.
 func TestControlHist(t *testing.T) {
 	f := testutil.Format(t, "raw_syscalls:sys_enter")
-	ctl, m, err := SessionControl([][]RecordTrigger{nil, {{Cmd: parse.TrigTraceOff, Count: 2}}}, nil, false)
+	ctl, m, err := SessionControl([][]RecordTrigger{nil, {{Cmd: parse.TrigTraceOff, Count: 2}}}, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +207,61 @@ func TestControlFilterFirst(t *testing.T) {
 	}
 	if f, sw := first(RecordProgName(0)); f < sw {
 		t.Errorf("sys_enter's filter (at %d) comes before the switch (at %d): its trigger would miss events", f, sw)
+	}
+}
+
+// TestControlHistSwitch checks the paused words of a session's hists:
+// after the soft-disable words, before the triggers' words, set at the
+// start for a paused hist; the hist's gate reads its own paused word;
+// enable_hist runs before the count and disable_hist after it, each
+// spending its count with a fetch-and-add before it sets the target's
+// paused words.
+func TestControlHistSwitch(t *testing.T) {
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
+	trs := []RecordTrigger{
+		{Cmd: parse.TrigEnableHist, Count: 3, Target: 1, Hists: []int{1, 2}},
+		{Cmd: parse.TrigDisableHist, Count: -1, Target: 1, Hists: []int{1, 2}},
+	}
+	ctl, m, err := SessionControl([][]RecordTrigger{trs, nil}, nil, []bool{false, true, true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0 off, 1 tracing off, 2-3 soft, 4-6 paused, 7-8 and 9-10 triggers.
+	if ctl.Hists != 3 || ctl.Words() != 11 || ctl.PausedWord(0) != 4 || ctl.PausedWord(2) != 6 || ctl.CountWord(0) != 7 || ctl.FiresWord(1) != 10 {
+		t.Fatalf("layout %+v: paused 0 %d, paused 2 %d, count 0 %d, fires 1 %d; want 4, 6, 7, 10",
+			ctl, ctl.PausedWord(0), ctl.PausedWord(2), ctl.CountWord(0), ctl.FiresWord(1))
+	}
+	v := m.Contents[0].Value.([]byte)
+	var words []uint64
+	for i := 0; i < len(v); i += 8 {
+		words = append(words, binary.LittleEndian.Uint64(v[i:]))
+	}
+	if want := []uint64{0, 0, 0, 0, 0, 1, 1, 3, 0, 0, 0}; !slices.Equal(words, want) {
+		t.Errorf("initial words %v, want %v", words, want)
+	}
+	if _, _, err := SessionControl([][]RecordTrigger{{{Cmd: parse.TrigEnableHist, Count: -1, Target: 0, Hists: []int{1}}}}, nil, []bool{false}, false); err == nil {
+		t.Errorf("an enable_hist of hist 1 in a session of one hist was taken")
+	}
+	p, err := Hist(&HistSpec{
+		HistLayout: HistLayout{Keys: []KeySlot{{Src: SrcPID, Size: 8}}, KeySize: 8, ValueSize: 8, CommOff: -1, MaxEntries: 2048},
+		Event:      f,
+		Control:    &HistControl{Map: m, Layout: ctl, Event: 0, Hist: 0, Triggers: trs},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ins := range p.Collection.Programs[HistProgName].Instructions {
+		if ins.OpCode == asm.FetchAdd.OpCode(asm.DWord) && ins.Constant != int64(asm.FetchAdd>>8) {
+			t.Errorf("%v: imm %#x, want BPF_ADD|BPF_FETCH", ins, ins.Constant)
+		}
+	}
+	got := noLabels(lines(p.Collection.Programs[HistProgName].Instructions))
+	spend := "LdXMemDW dst: r1 src: r7 off: 56 imm: 0\nJSLEImm dst: r1 off: -1 imm: 0\nMovImm dst: r1 imm: -1\nMovReg dst: r2 src: r7\nAddImm dst: r2 imm: 56\nStXAtomicFetchAddDW dst: r2 src: r1 off: 0\nJSLEImm dst: r1 off: -1 imm: 0\n"
+	enable := spend + "MovImm dst: r1 imm: 0\nStXMemDW dst: r7 src: r1 off: 40 imm: 0\nStXMemDW dst: r7 src: r1 off: 48 imm: 0\nMovImm dst: r1 imm: 1\nStXAtomicAddDW dst: r7 src: r1 off: 64"
+	gate := "LdXMemDW dst: r1 src: r0 off: 8 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\nLdXMemDW dst: r1 src: r0 off: 16 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\nLdXMemDW dst: r1 src: r0 off: 32 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\n"
+	disable := "MovImm dst: r1 imm: 1\nStXMemDW dst: r7 src: r1 off: 40 imm: 0\nStXMemDW dst: r7 src: r1 off: 48 imm: 0\nMovImm dst: r1 imm: 1\nStXAtomicAddDW dst: r7 src: r1 off: 80"
+	e, g, d := strings.Index(got, enable), strings.Index(got, gate), strings.Index(got, disable)
+	if e < 0 || g < 0 || d < 0 || !(e < g && g < d) {
+		t.Errorf("want enable_hist, the gate with paused word 4, then disable_hist (at %d, %d, %d):\n%s", e, g, d, got)
 	}
 }

@@ -89,8 +89,8 @@ type HistSpec struct {
 	Direct *DirectOptions
 	Event  *parse.Format
 	// Control, when not nil, puts the hist in a session with a control
-	// map (control.go): it counts only while tracing is on and its event
-	// is enabled, and runs its event's triggers.
+	// map (control.go): it counts only while tracing is on, its event is
+	// enabled and it is not paused, and runs its event's triggers.
 	Control *HistControl
 }
 
@@ -99,6 +99,7 @@ type HistControl struct {
 	Map      *ebpf.MapSpec   // the session's control map (SessionControl)
 	Layout   *Control        // its layout
 	Event    int             // the hist's event in the session: its soft-disable word
+	Hist     int             // the hist in the session: its paused word
 	Triggers []RecordTrigger // the triggers this hist's program runs
 	First    int             // the session's number of the first of Triggers
 }
@@ -186,7 +187,7 @@ func Hist(s *HistSpec) (*Program, error) {
 		} else {
 			p.Filter = nil
 		}
-		p.Actions = hc.Layout.actions(hc.Map, hc.Event, hc.Triggers, hc.First, filter, p.Actions[0])
+		p.Actions = hc.Layout.actions(hc.Map, hc.Event, []int{hc.Hist}, hc.Triggers, hc.First, filter, p.Actions[0])
 	}
 	if err := c.Add(p); err != nil {
 		return nil, err

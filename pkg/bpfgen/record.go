@@ -320,7 +320,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		for i, ev := range s.Events {
 			triggers[i], soft[i] = ev.Triggers, ev.SoftDisabled
 		}
-		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, s.StartOff); err != nil {
+		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, nil, s.StartOff); err != nil {
 			return nil, err
 		}
 	}
@@ -404,7 +404,7 @@ func Record(s *RecordSpec) (*Program, error) {
 				p.Filter = nil
 			}
 			m := shared[len(shared)-1]
-			p.Actions = ctl.actions(m, i, ev.Triggers, first, filter, p.Actions[0])
+			p.Actions = ctl.actions(m, i, nil, ev.Triggers, first, filter, p.Actions[0])
 			if stack != nil {
 				// The stacktrace trigger fires on the events that pass
 				// its own filter, recorded or not, but not while its

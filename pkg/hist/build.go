@@ -210,6 +210,7 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 			shareLayout(p, o)
 			info = sharedInfo(o.Spec, p.Spec)
 		}
+		info = withState(info, p.Spec.Pause)
 		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
 		if ctls != nil {
 			o.Control = ctls[i]
@@ -403,7 +404,11 @@ func (j *LiveJob) print(clear bool) error {
 		}
 		t.Sort()
 		tables[i] = t
-		infos[i] = j.infos[i]
+		paused, err := l.paused()
+		if err != nil {
+			return err
+		}
+		infos[i] = withState(j.infos[i], paused)
 	}
 	r := LocalResolver()
 	r.User = j.users.SymOffset

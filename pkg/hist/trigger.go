@@ -1,7 +1,10 @@
 package hist
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/ksym"
@@ -10,20 +13,24 @@ import (
 )
 
 // sessionControl returns the part of the session's control map of each
-// hist of cfg, when a hist has -R triggers or the session starts off;
-// nil otherwise. The session's events are the hists' events, each once:
+// hist of cfg, when a hist has -R triggers, starts paused (:pause) or
+// the session starts off; nil otherwise. The session's events are the hists' events, each once:
 // an event's triggers are those of all its hists' -R, applied in order to
 // one trigger set (parse.TriggerSet.Apply), and run by the program of the
 // event's first hist. traceon and traceoff turn the counting of every
 // hist on and off; enable_event and disable_event turn that of the target
 // event's hists on and off, and must name an event with a hist. A target
 // of an enable_event starts soft disabled: counted from the firing on.
+// enable_hist and disable_hist continue and pause every hist of their
+// target, which must be an event with a hist, as the kernel's act on
+// every hist trigger of the target; each hist has a paused word, set at
+// the start by its :pause.
 // Listings are each hist's triggers as the trigger file lists them, for
 // --dry-run.
 func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl, listings [][]string, err error) {
 	need := cfg.StartOff
 	for _, h := range cfg.Hists {
-		need = need || len(h.Triggers) > 0
+		need = need || len(h.Triggers) > 0 || h.Spec.Pause
 	}
 	if !need {
 		return nil, nil, nil
@@ -31,6 +38,7 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl,
 	var events []*parse.Format
 	index := map[tracefs.Event]int{}
 	histEvent := make([]int, len(cfg.Hists))
+	paused := make([]bool, len(cfg.Hists))
 	for i, h := range cfg.Hists {
 		ev, err := fs.Lookup(h.Event)
 		if err != nil {
@@ -46,7 +54,7 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl,
 			index[ev] = e
 			events = append(events, f)
 		}
-		histEvent[i] = e
+		histEvent[i], paused[i] = e, h.Spec.Pause
 	}
 	sets := make([]parse.TriggerSet, len(events))
 	for i, h := range cfg.Hists {
@@ -94,14 +102,21 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl,
 			}
 			if bt.Target != nil {
 				rt.Target = index[tracefs.Event{System: t.Target.System, Name: t.Target.Event}]
-				if t.Cmd == parse.TrigEnableEvent {
+				switch t.Cmd {
+				case parse.TrigEnableEvent:
 					soft[rt.Target] = true
+				case parse.TrigEnableHist, parse.TrigDisableHist:
+					for h, he := range histEvent {
+						if he == rt.Target {
+							rt.Hists = append(rt.Hists, h)
+						}
+					}
 				}
 			}
 			triggers[e] = append(triggers[e], rt)
 		}
 	}
-	layout, m, err := bpfgen.SessionControl(triggers, soft, cfg.StartOff)
+	layout, m, err := bpfgen.SessionControl(triggers, soft, paused, cfg.StartOff)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,7 +129,7 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl,
 	ran := make([]bool, len(events))
 	for i := range cfg.Hists {
 		e := histEvent[i]
-		hc := &bpfgen.HistControl{Map: m, Layout: layout, Event: e, First: first[e]}
+		hc := &bpfgen.HistControl{Map: m, Layout: layout, Event: e, Hist: i, First: first[e]}
 		if !ran[e] {
 			hc.Triggers, ran[e] = triggers[e], true
 			for _, t := range sets[e].Triggers() {
@@ -130,7 +145,8 @@ func sessionControl(fs *tracefs.FS, cfg LiveConfig) (ctls []*bpfgen.HistControl,
 // the command word and what to use instead.
 func supported(t *parse.Trigger) error {
 	switch t.Cmd {
-	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent:
+	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent,
+		parse.TrigEnableHist, parse.TrigDisableHist:
 		return nil
 	case parse.TrigHist:
 		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger in -R").
@@ -141,4 +157,30 @@ func supported(t *parse.Trigger) error {
 	}
 	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
 		WithHint("the kernel runs it: write '%s' to the event's trigger file", t.String())
+}
+
+// paused reports whether the hist of l is paused now: its paused word in
+// the session's control map (false without one).
+func (l *Live) paused() (bool, error) {
+	hc := l.c.Layout.Control
+	if hc == nil {
+		return false, nil
+	}
+	m := l.objs.Map(bpfgen.SwitchMapName)
+	v := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), v); err != nil {
+		return false, fmt.Errorf("read the control map: %w", err)
+	}
+	w := hc.Layout.PausedWord(hc.Hist)
+	return binary.LittleEndian.Uint64(v[8*w:]) != 0, nil
+}
+
+// withState returns a trigger info (ending in " [active]" or
+// " [paused]") with the state the kernel shows: " [paused]" when paused.
+func withState(info string, paused bool) string {
+	info = strings.TrimSuffix(strings.TrimSuffix(info, " [active]"), " [paused]")
+	if paused {
+		return info + " [paused]"
+	}
+	return info + " [active]"
 }

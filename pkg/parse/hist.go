@@ -28,13 +28,13 @@ const (
 	histValMods    = "hex, percent, graph and usecs (on common_timestamp)"
 )
 
-// Hints for the kernel's attributes that gtrace refuses: a hist of gtrace
-// lives in its own BPF map for as long as the command runs, and has no
-// trigger file that a later write could pause, continue or clear.
+// Hints for the kernel's attributes that gtrace refuses or reads its own
+// way: a hist of gtrace lives in its own BPF map for as long as the
+// command runs, and has no trigger file that a later write could clear.
 const (
-	histPauseHint = "gtrace's hist has no trigger file to toggle: it counts from start until Ctrl-C, --duration or the end of -- CMD; drop %s"
+	histPauseHint = "pause starts the hist paused, cont (the default) counting: an enable_hist or disable_hist trigger switches it; give one of them"
 	histNameHint  = "a name is one word: the hists of one name share a table"
-	histClearHint = "gtrace's hist has no trigger file to clear: --interval D --clear prints the hist every D and then clears it; drop %s"
+	histClearHint = "a hist of gtrace starts empty, and the kernel's clear empties a hist already there, through its trigger file; --interval D --clear prints the hist every D and then clears it; drop %s"
 )
 
 // histAssignWords and histAttrWords are the attribute words gtrace
@@ -73,9 +73,10 @@ func (r histRole) String() string {
 // offsets are those of the offending token in src.
 //
 // name= names a table that the hists of that name share (package hist
-// checks that they fit together). The kernel's pause, cont and clear
-// (writes that toggle or clear a hist through its trigger file) are
-// refused: gtrace has no trigger files.
+// checks that they fit together). pause starts the hist paused, counting
+// nothing until an enable_hist trigger continues it; cont (or continue)
+// starts it counting, the default. The kernel's clear (a write that
+// empties a hist already there) is refused: a hist of gtrace starts empty.
 //
 // The filter (after the first word "if" with a blank on each side) is
 // parsed with ParseFilter; like every other offset in the spec, the
@@ -549,9 +550,13 @@ func histAssignAttr(word string) string {
 func (p *histParser) flag(off, end int) *Error {
 	switch word := p.src[off:end]; word {
 	case "pause", "cont", "continue":
-		return p.errorf(off, end, "%s is not supported yet", word).WithHint(histPauseHint, word)
+		if p.spec.Pause || p.spec.Cont {
+			return p.errorf(off, end, "%s after pause or cont", word).WithHint(histPauseHint)
+		}
+		p.spec.Pause, p.spec.Cont = word == "pause", word != "pause"
+		p.spec.PauseOff, p.spec.PauseEnd = off, end
 	case "clear":
-		return p.errorf(off, end, "clear is not supported yet").WithHint(histClearHint, word)
+		return p.errorf(off, end, "clear empties a hist already there").WithHint(histClearHint, word)
 	case "nohitcount", "NOHC":
 		p.spec.NoHitcount = true
 		p.nohc = histSpan{off, end}

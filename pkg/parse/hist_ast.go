@@ -83,7 +83,9 @@ type HistSpec struct {
 	Clock      string      // clock=, "" if none (see EffectiveClock)
 	ClockOff   int         // the clock= attribute in Src, for errors about it
 	ClockEnd   int
-	Pause      bool   // pause
+	Pause      bool // pause
+	PauseOff   int  // the pause or cont attribute in Src, for errors about it
+	PauseEnd   int
 	Cont       bool   // cont / continue
 	Clear      bool   // clear
 	NoHitcount bool   // nohitcount / NOHC

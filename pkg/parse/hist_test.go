@@ -170,6 +170,33 @@ func TestParseHistFlags(t *testing.T) {
 	}
 }
 
+// TestParseHistPause checks that pause starts a hist paused and cont (or
+// continue) counting, neither shown in its description: the kernel lists
+// the state as " [paused]" or " [active]" after it.
+func TestParseHistPause(t *testing.T) {
+	for _, tt := range []struct {
+		src         string
+		pause, cont bool
+	}{
+		{"hist:keys=a", false, false},
+		{"hist:keys=a:pause", true, false},
+		{"hist:pause:keys=a if a == 1", true, false},
+		{"hist:keys=a:cont:size=256", false, true},
+		{"hist:keys=a:continue", false, true},
+	} {
+		spec, err := ParseHist("hist", tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if spec.Pause != tt.pause || spec.Cont != tt.cont {
+			t.Errorf("%s: pause %v cont %v, want %v %v", tt.src, spec.Pause, spec.Cont, tt.pause, tt.cont)
+		}
+		if s := spec.String(); strings.Contains(s, "pause") || strings.Contains(s, "cont") {
+			t.Errorf("%s: description %q shows the state", tt.src, s)
+		}
+	}
+}
+
 // TestParseHistRefused checks that the kernel's attributes gtrace cannot
 // honour are refused, with the caret on the attribute and a hint saying
 // what to do instead, rather than accepted and ignored.
@@ -178,11 +205,11 @@ func TestParseHistRefused(t *testing.T) {
 		src, msg, hint string
 		off, end       int
 	}{
-		{"hist:keys=a:pause", "pause is not supported yet", "no trigger file to toggle", 12, 17},
-		{"hist:keys=a:cont:size=256", "cont is not supported yet", "no trigger file to toggle", 12, 16},
-		{"hist:keys=a:continue", "continue is not supported yet", "no trigger file to toggle", 12, 20},
-		{"hist:keys=a:clear if b == 1", "clear is not supported yet", "--interval D --clear", 12, 17},
-		{"hist:pause:keys=a", "pause is not supported yet", "drop pause", 5, 10},
+		{"hist:keys=a:clear if b == 1", "clear empties a hist already there", "--interval D --clear", 12, 17},
+		{"hist:clear:keys=a", "clear empties a hist already there", "a hist of gtrace starts empty", 5, 10},
+		{"hist:keys=a:pause:cont", "cont after pause or cont", "give one of them", 18, 22},
+		{"hist:keys=a:cont:pause", "pause after pause or cont", "give one of them", 17, 22},
+		{"hist:pause:keys=a:pause", "pause after pause or cont", "give one of them", 18, 23},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -276,8 +303,8 @@ var histErrorTests = []errorTest{
 	{"", "missing keys", 0, 0},
 	{"hist", "missing keys", 4, 4},
 	{"histo:keys=a", `unknown attribute "histo"`, 0, 5},
-	{"hist:pause if a == 1", "pause is not supported yet", 5, 10},
-	{"hist:vals=a:clear", "clear is not supported yet", 12, 17},
+	{"hist:pause if a == 1", "missing keys", 5, 10},
+	{"hist:vals=a:clear", "clear empties a hist already there", 12, 17},
 	// Not supported yet.
 	{"hist:keys=pid:ts0=common_timestamp", "variables are not supported yet", 14, 34},
 	{"hist:keys=pid:kyes=comm", "variables are not supported yet", 14, 23},

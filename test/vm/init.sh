@@ -104,7 +104,8 @@ hist_case() {
 # event read once, in order of first mention, two newlines between files
 # as between the hists of one file (appended: a write that truncates the
 # trigger file removes the event's hist triggers); through gtrace, one run with an -e
-# and its string for each.
+# and its string for each, a trigger other than a hist (enable_hist...) as
+# an -R after the -e before it, which must be of its event.
 multi_case() {
 	: >/tmp/k.out
 	: >/tmp/k.err
@@ -142,7 +143,10 @@ multi_case() {
 
 	set --
 	while read -r e t; do
-		set -- "$@" -e "$e" "$t"
+		case $t in
+		hist*) set -- "$@" -e "$e" "$t" ;;
+		*) set -- "$@" -R "$t" ;;
+		esac
 	done </tmp/m.list
 	# shellcheck disable=SC2086 # ops are words
 	for try in 1 2 3; do
