@@ -87,7 +87,6 @@ type HistSpec struct {
 	PauseOff   int  // the pause or cont attribute in Src, for errors about it
 	PauseEnd   int
 	Cont       bool   // cont / continue
-	Clear      bool   // clear
 	NoHitcount bool   // nohitcount / NOHC
 	Filter     Expr   // the if-filter, nil if none
 	FilterText string // the filter text as typed (after "if ")
