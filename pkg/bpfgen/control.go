@@ -257,13 +257,9 @@ func (a *TriggerAction) emit(b *Builder, f *Frame) error {
 		return fmt.Errorf("trigger: a state word is 0 or 1, not %d", a.To)
 	}
 	b.Comment("trigger: word %d from %d to %d", a.State, 1-a.To, a.To)
-	if a.Filter != nil {
-		if err := EmitFilter(b, a.Filter, f.Next, f.Scratch); err != nil {
-			return err
-		}
+	if err := emitTriggerHead(b, f, a.Filter, a.Control); err != nil {
+		return err
 	}
-	emitControl(b, a.Control.Name, f.Area.Off, f.Next)
-	b.Emit(asm.Mov.Reg(asm.R7, asm.R0))
 	if a.Count >= 0 {
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.R7, int16(8*a.Count), asm.DWord),
@@ -286,6 +282,19 @@ func (a *TriggerAction) emit(b *Builder, f *Frame) error {
 		asm.Mov.Imm(asm.R1, 1),
 		asm.AddAtomic.Mem(asm.R7, asm.R1, asm.DWord, int16(8*a.Fires)),
 	)
+	return nil
+}
+
+// emitTriggerHead starts a trigger's code: the trigger's filter (a miss
+// goes to f.Next), then the control map's words in R7.
+func emitTriggerHead(b *Builder, f *Frame, filter *parse.BoundFilter, control *ebpf.MapSpec) error {
+	if filter != nil {
+		if err := EmitFilter(b, filter, f.Next, f.Scratch); err != nil {
+			return err
+		}
+	}
+	emitControl(b, control.Name, f.Area.Off, f.Next)
+	b.Emit(asm.Mov.Reg(asm.R7, asm.R0))
 	return nil
 }
 
@@ -314,13 +323,9 @@ func (a *HistSwitchAction) emit(b *Builder, f *Frame) error {
 		return fmt.Errorf("hist trigger: a paused word is 0 or 1, not %d", a.To)
 	}
 	b.Comment("hist trigger: words %v to %d", a.Words, a.To)
-	if a.Filter != nil {
-		if err := EmitFilter(b, a.Filter, f.Next, f.Scratch); err != nil {
-			return err
-		}
+	if err := emitTriggerHead(b, f, a.Filter, a.Control); err != nil {
+		return err
 	}
-	emitControl(b, a.Control.Name, f.Area.Off, f.Next)
-	b.Emit(asm.Mov.Reg(asm.R7, asm.R0))
 	if a.Count >= 0 {
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.R7, int16(8*a.Count), asm.DWord),
