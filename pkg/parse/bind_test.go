@@ -30,23 +30,11 @@ func readTestFormat(tb testing.TB, stem string) *Format {
 // error with its caret, or the canonical filter, each predicate as bound
 // and the warnings. Regenerate with -update.
 func TestBindFilterGolden(t *testing.T) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "filter", "*.in"))
-	if err != nil || len(ins) == 0 {
-		t.Fatalf("no test cases: %v", err)
-	}
-	for _, in := range ins {
-		name := strings.TrimSuffix(filepath.Base(in), ".in")
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stem, src, _ := strings.Cut(string(b), "\n")
-			src = strings.TrimSuffix(src, "\n")
-			got := bindReport(readTestFormat(t, stem), src)
-			checkGolden(t, in, got, fmt.Sprintf("BindFilter(%q) on %s", src, stem))
-		})
-	}
+	goldenFiles(t, "filter", func(t *testing.T, in string) (string, string) {
+		stem, src, _ := strings.Cut(in, "\n")
+		src = strings.TrimSuffix(src, "\n")
+		return bindReport(readTestFormat(t, stem), src), fmt.Sprintf("BindFilter(%q) on %s", src, stem)
+	})
 }
 
 func bindReport(f *Format, src string) string {

@@ -3,6 +3,7 @@ package parse
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,6 +11,26 @@ import (
 // update is -update: rewrite the golden files under testdata/ instead of
 // comparing with them (go test ./pkg/parse -update).
 var update = flag.Bool("update", false, "rewrite the golden files")
+
+// goldenFiles runs run on the text of each testdata/DIR/NAME.in, in a
+// subtest NAME, and compares what it returns with NAME.golden (checkGolden);
+// what names the call for the error.
+func goldenFiles(t *testing.T, dir string, run func(t *testing.T, input string) (got, what string)) {
+	ins, err := filepath.Glob(filepath.Join("testdata", dir, "*.in"))
+	if err != nil || len(ins) == 0 {
+		t.Fatalf("no testdata/%s/*.in: %v", dir, err)
+	}
+	for _, in := range ins {
+		t.Run(strings.TrimSuffix(filepath.Base(in), ".in"), func(t *testing.T) {
+			b, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, what := run(t, string(b))
+			checkGolden(t, in, got, what)
+		})
+	}
+}
 
 // checkGolden compares got with the golden file of the test input in
 // (NAME.in: NAME.golden), or rewrites it with -update; what names the

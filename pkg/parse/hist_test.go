@@ -3,8 +3,6 @@ package parse
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -509,23 +507,12 @@ func TestHistFromFlagsFilterError(t *testing.T) {
 // canonical string, or the error with its caret, with the .golden file.
 // go test -update rewrites the golden files.
 func TestParseHistGolden(t *testing.T) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "hist", "*.in"))
-	if err != nil || len(ins) == 0 {
-		t.Fatalf("no testdata/hist/*.in: %v", err)
-	}
-	for _, in := range ins {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			src, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got string
-			if spec, err := ParseHist("hist", strings.TrimSuffix(string(src), "\n")); err != nil {
-				got = fmt.Sprintf("%+v\n", err)
-			} else {
-				got = spec.String() + "\n"
-			}
-			checkGolden(t, in, got, fmt.Sprintf("ParseHist(%q)", src))
-		})
-	}
+	goldenFiles(t, "hist", func(t *testing.T, src string) (string, string) {
+		what := fmt.Sprintf("ParseHist(%q)", src)
+		spec, err := ParseHist("hist", strings.TrimSuffix(src, "\n"))
+		if err != nil {
+			return fmt.Sprintf("%+v\n", err), what
+		}
+		return spec.String() + "\n", what
+	})
 }

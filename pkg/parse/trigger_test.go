@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -174,29 +172,17 @@ func applyTriggers(t *testing.T, writes ...string) (*TriggerSet, error) {
 // a line) and compares the trigger file listing with CASE.golden.
 // Regenerate with -update.
 func TestTriggerSetListing(t *testing.T) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "trigger", "*.in"))
-	if err != nil || len(ins) == 0 {
-		t.Fatalf("no test cases: %v", err)
-	}
-	for _, in := range ins {
-		name := strings.TrimSuffix(filepath.Base(in), ".in")
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var writes []string
-			if text := strings.TrimSuffix(string(b), "\n"); text != "" {
-				writes = strings.Split(text, "\n")
-			}
-			s, err := applyTriggers(t, writes...)
-			if err != nil {
-				t.Fatalf("Apply = %+v", err)
-			}
-			got := s.Listing()
-			checkGolden(t, in, got, "Listing()")
-		})
-	}
+	goldenFiles(t, "trigger", func(t *testing.T, in string) (string, string) {
+		var writes []string
+		if text := strings.TrimSuffix(in, "\n"); text != "" {
+			writes = strings.Split(text, "\n")
+		}
+		s, err := applyTriggers(t, writes...)
+		if err != nil {
+			t.Fatalf("Apply = %+v", err)
+		}
+		return s.Listing(), "Listing()"
+	})
 }
 
 // TestTriggerSetKernelListing is grammar §3.5's listing, built from the
