@@ -28,6 +28,7 @@ type recordOptions struct {
 	DryRun      bool
 	StartOff    bool
 	UserStack   bool
+	Snapshot    bool
 	Quiet       bool
 	Command     []string
 }
@@ -52,11 +53,16 @@ own ring buffer stays free for other tools, and filters run in BPF.
 SYS. -f FILTER applies to the -e right before it, and to every event that
 -e names. -R TRIGGER (repeatable) puts a trigger on those events, as
 trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT,
-disable_event:SYS:EVENT and stacktrace, with :N and if FILTER, run in BPF;
+disable_event:SYS:EVENT, stacktrace and snapshot, with :N and if FILTER,
+run in BPF;
 !TRIGGER removes an earlier one. --start-off starts with tracing off. A
 stacktrace writes the kernel stack after the event (trace-cmd report's
 <stack trace > block) on each firing, which its own if decides, not -f;
---user-stack adds the user stack. The filter language is the kernel's (== != < <= > >= & ~ on
+--user-stack adds the user stack. A snapshot writes, on each firing,
+the last records of every CPU up to it (as many bytes as -b) as a
+trace.dat of its own, FILE.snapshot-N.dat (FILE without .dat), as the
+kernel's snapshot buffer would hold them; --snapshot records into that
+flight recorder only, and writes what it holds at the end to FILE. The filter language is the kernel's (== != < <= > >= & ~ on
 fields, && || ! and parentheses).
 
 Timestamps come from the mono clock (CLOCK_MONOTONIC) unless -C says boot
@@ -129,6 +135,10 @@ fork and free events keep the set in a map of 65536 entries. Without
   # the kernel and user stacks of the first 3 writes of 4096 bytes or more
   gtrace record -e syscalls:sys_enter_write -R 'stacktrace:3 if count >= 4096' --user-stack -- ./app
 
+  # a flight recorder: the last 1 MiB of each CPU's context switches, written
+  # to trace.dat at Ctrl-C, and to trace.snapshot-1.dat when a task segfaults
+  gtrace record --snapshot -b 1024 -e sched:sched_switch -e signal:signal_deliver -R 'snapshot:1 if sig == 11'
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -177,6 +187,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is recorded until a traceon trigger (-R) fires")
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
+	f.BoolVar(&o.Snapshot, "snapshot", false, "a flight recorder: keep only the last -b KiB of each CPU, and write them to -o at the end")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	return c
 }
@@ -186,7 +197,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack, Snapshots: true})
 	if err != nil {
 		return err
 	}
@@ -200,6 +211,7 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 		Output: o.Output,
 		File:   record.FileOptions{Version: o.FileVersion, Compression: o.Compression, Tracer: "gtrace " + version},
 		Err:    d.Err,
+		Flight: o.Snapshot,
 	})
 	lo := live.Options{Command: o.Command, Stdin: d.In, Stdout: d.Out, Stderr: d.Err, Duration: o.Duration, Quiet: o.Quiet}
 	if o.Follow {

@@ -170,6 +170,10 @@ type RecordEvent struct {
 	// The event then has a program of its own on its classic
 	// tracepoint, and the recording a control map.
 	Stack *StackTrigger
+	// Snapshot, when not nil, marks each firing of the event's snapshot
+	// trigger in the CPU's batch, after the event's record
+	// (snapshot.go). The recording then has a control map.
+	Snapshot *SnapshotTrigger
 	// Triggers are the event's triggers, run after its record action
 	// (RecordSpec.Control).
 	Triggers []RecordTrigger
@@ -192,10 +196,11 @@ type StackTrigger struct {
 	UserID int
 }
 
-// stacks reports whether an event of the recording has a stack trigger.
-func (s *RecordSpec) stacks() bool {
+// posts reports whether an event of the recording has a stack or a
+// snapshot trigger.
+func (s *RecordSpec) posts() bool {
 	for _, ev := range s.Events {
-		if ev.Stack != nil {
+		if ev.Stack != nil || ev.Snapshot != nil {
 			return true
 		}
 	}
@@ -313,7 +318,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		SwitchMap(SwitchMapName),
 	}
 	var ctl *Control
-	if s.Control || s.stacks() {
+	if s.Control || s.posts() {
 		var err error
 		triggers := make([][]RecordTrigger, len(s.Events))
 		soft := make([]bool, len(s.Events))
@@ -396,7 +401,7 @@ func Record(s *RecordSpec) (*Program, error) {
 				first += len(prev.Triggers)
 			}
 			filter := ev.Filter
-			if len(ev.Triggers) == 0 && stack == nil {
+			if len(ev.Triggers) == 0 && stack == nil && ev.Snapshot == nil {
 				// No trigger needs the events the filter rejects:
 				// it stays the skeleton's, first where it can be.
 				filter = nil
@@ -414,12 +419,15 @@ func Record(s *RecordSpec) (*Program, error) {
 				// is on (StackAction.Control).
 				stack.Control = m
 				gs := &GatedAction{Control: m, Words: []int{ctl.SoftWord(i)}, Filter: ev.Stack.Filter, Inner: stack}
-				for j, a := range p.Actions {
-					if _, ok := a.(*GatedAction); ok {
-						p.Actions = slices.Insert(p.Actions, j+1, Action(gs))
-						break
-					}
-				}
+				p.Actions = insertAfterRecord(p.Actions, gs)
+			}
+			if st := ev.Snapshot; st != nil {
+				// The snapshot trigger fires as the stacktrace trigger
+				// does, tracing on or off (the kernel swaps its buffers
+				// either way); its mark follows the record and the stack.
+				snap := &SnapshotAction{Clock: s.Clock, Stream: s.Stream, Counter: st.Counter, shared: shared}
+				gs := &GatedAction{Control: m, Words: []int{ctl.SoftWord(i)}, Filter: st.Filter, Inner: snap}
+				p.Actions = insertAfterRecord(p.Actions, gs)
 			}
 		}
 		if shape != "" {
@@ -462,6 +470,22 @@ func Record(s *RecordSpec) (*Program, error) {
 		}
 	}
 	return &Program{Collection: c.Spec(), Recorders: recorders, Control: ctl}, nil
+}
+
+// insertAfterRecord inserts a after the gated record action of actions
+// and the gated actions that follow it (a stack's).
+func insertAfterRecord(actions []Action, a Action) []Action {
+	j := slices.IndexFunc(actions, func(a Action) bool { _, ok := a.(*GatedAction); return ok })
+	if j < 0 {
+		return append(actions, a)
+	}
+	for j+1 < len(actions) {
+		if _, ok := actions[j+1].(*GatedAction); !ok {
+			break
+		}
+		j++
+	}
+	return slices.Insert(actions, j+1, a)
 }
 
 // recordShape is what the record programs of two events must have alike

@@ -15,6 +15,11 @@ type JobOptions struct {
 	// Err receives warnings (events left out) and the statistics at the
 	// end.
 	Err io.Writer
+	// Flight records into a flight recorder that keeps the last records
+	// of each CPU, as many bytes as a CPU's ring, and writes them to
+	// Output at the end (record --snapshot); without it, a plan with
+	// snapshot triggers has a flight beside the file.
+	Flight bool
 }
 
 // Job is a recording run by package live's runner: the plan's programs
@@ -24,6 +29,10 @@ type Job struct {
 	fs   *tracefs.FS
 	o    JobOptions
 	sess *Session
+	// flight takes the snapshots and, with JobOptions.Flight, is the
+	// output; nil: none.
+	flight *Flight
+	comms  Comms
 
 	prev     uint64    // events at the last Status
 	prevTime time.Time // when
@@ -40,14 +49,33 @@ func (j *Job) Follow(pid int) { j.plan.FollowPIDs = append(j.plan.FollowPIDs, ui
 // Attach creates the file, loads and attaches the programs and starts
 // reading the rings.
 func (j *Job) Attach() error {
-	out, err := Create(j.o.Output, j.fs, j.plan, j.o.File)
-	if err != nil {
-		return err
+	var out Output
+	if j.o.Flight || j.plan.Snapshots {
+		fo := FlightOptions{Base: SnapshotBase(j.o.Output), Size: j.plan.RingSize, File: j.o.File, Names: j.comms.Comm}
+		if j.o.Flight {
+			fo.Final = j.o.Output
+		}
+		var err error
+		if j.flight, err = NewFlight(j.fs, j.plan, fo); err != nil {
+			return err
+		}
+		out = j.flight
+	}
+	if !j.o.Flight {
+		file, err := Create(j.o.Output, j.fs, j.plan, j.o.File)
+		if err != nil {
+			return err
+		}
+		if out != nil {
+			file = Tee(file, out)
+		}
+		out = file
 	}
 	skip := func(ev *Event, err error) {
 		fmt.Fprintf(j.o.Err, "gtrace: warning: not recording %s: %v\n", ev.Format.FullName(), err)
 	}
-	j.sess, err = Start(j.plan, out, StartOptions{Skip: skip})
+	var err error
+	j.sess, err = Start(j.plan, out, StartOptions{Skip: skip, Flight: j.flight, Comms: &j.comms})
 	j.prevTime = time.Now()
 	return err
 }
@@ -56,7 +84,15 @@ func (j *Job) Attach() error {
 // "recording 3 events (5 programs) to trace.dat".
 func (j *Job) Attached() string {
 	events, progs := j.sess.Attached()
-	return fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
+	s := fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
+	if j.o.Flight {
+		s = fmt.Sprintf("recording %s (%s) into a flight recorder (the last %d KiB of each CPU), written to %s at the end",
+			plural(events, "event"), plural(progs, "program"), j.plan.RingSize>>10, j.o.Output)
+	}
+	if j.plan.Snapshots {
+		s += ", snapshots to " + SnapshotBase(j.o.Output) + ".snapshot-N.dat"
+	}
+	return s
 }
 
 // Status is the run's status line: events per second since the last
@@ -98,7 +134,21 @@ func (j *Job) Stop() error {
 		if st.Missed > 0 {
 			fmt.Fprintf(w, "%d events were missed: another BPF program was running on their CPU\n", st.Missed)
 		}
-		if err == nil {
+		if j.flight != nil {
+			files, skipped := j.flight.Files()
+			for i, f := range files {
+				fmt.Fprintf(w, "snapshot %d: %s\n", i+1, f)
+			}
+			if skipped > 0 {
+				fmt.Fprintf(w, "%d snapshot firings were left out: %d snapshots were still being written\n", skipped, maxPending)
+			}
+		}
+		switch {
+		case err != nil:
+		case j.o.Flight:
+			ev, bytes := j.flight.Final()
+			fmt.Fprintf(w, "%s: the last %d events (%.1f MB of records) of %d recorded, %d lost\n", j.o.Output, ev, float64(bytes)/1e6, st.Events(), st.Lost())
+		default:
 			fmt.Fprintf(w, "%s: %d events (%.1f MB of records), %d lost\n", j.o.Output, st.Events(), float64(st.Bytes())/1e6, st.Lost())
 		}
 	}

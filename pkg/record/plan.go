@@ -72,6 +72,10 @@ type Options struct {
 	// UserStack follows each kernel stack of a stacktrace trigger with
 	// the user stack (Stacktrace.User).
 	UserStack bool
+	// Snapshots lets the events' snapshot triggers run, for an output
+	// that keeps the last records of each CPU (Flight); without it a
+	// snapshot trigger is refused.
+	Snapshots bool
 }
 
 // Event is one event that a plan records.
@@ -87,6 +91,8 @@ type Event struct {
 	Optional bool
 	// Stacktrace is the event's stacktrace trigger; nil: none.
 	Stacktrace *Stacktrace
+	// Snapshot is the event's snapshot trigger; nil: none.
+	Snapshot *Snapshot
 	// Triggers are the event's -R triggers, in the trigger file's order.
 	Triggers []*parse.BoundTrigger
 	// SoftDisabled: no -e names the event, the target of an
@@ -120,8 +126,12 @@ type Plan struct {
 	FollowPIDs []uint32
 	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
 	// when some event has a stacktrace trigger: the file needs them.
-	Stacks   []*Event
-	startOff bool // tracing starts off (Options.StartOff)
+	Stacks []*Event
+	// Snapshots says that some event has a snapshot trigger: the
+	// recording streams (every record reaches its ring at once, and the
+	// marks of the firings with them) into a Flight.
+	Snapshots bool
+	startOff  bool // tracing starts off (Options.StartOff)
 }
 
 func startOff(off bool) string {
@@ -274,8 +284,12 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	if o.UserStack && len(p.Stacks) == 0 {
 		return nil, fmt.Errorf("--user-stack adds the user stack to the kernel stacks of a stacktrace trigger, and there is none: give one, -R stacktrace")
 	}
+	snaps, has := p.snapshotTriggers()
+	if has {
+		spec.Stream, p.Snapshots = true, true
+	}
 	for i, ev := range p.Events {
-		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i], SoftDisabled: ev.SoftDisabled}
+		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i], Snapshot: snaps[i], SoftDisabled: ev.SoftDisabled}
 		if re.Triggers, err = recordTriggers(ev, p.Events); err != nil {
 			return nil, err
 		}
@@ -391,6 +405,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		if st := ev.Stacktrace; st != nil {
 			b.WriteString(st.describe())
+		}
+		if s := ev.Snapshot; s != nil {
+			b.WriteString(s.describe())
 		}
 		if ev.SoftDisabled {
 			b.WriteString(", [soft disabled]")

@@ -46,6 +46,14 @@ const (
 // many events as its timestamp field holds were lost at that point.
 const lostMark = ^uint32(0)
 
+// chunk is what a reader hands its writer: samples, or, with ack, a
+// barrier that the writer closes once it has added every sample handed
+// before it to the sink.
+type chunk struct {
+	b   []byte
+	ack chan struct{}
+}
+
 // ring is what a reader needs of a *probe.Ring.
 type ring interface {
 	Refresh() uint64
@@ -70,8 +78,16 @@ type reader struct {
 	// detached: the last samples, read after the ring's.
 	tail []byte
 
-	full chan []byte // chunks for the writer, closed when the reader ends
+	full chan chunk  // chunks for the writer, closed when the reader ends
 	free chan []byte // chunks the writer is done with
+	// sync asks the reader for a barrier: a look at the ring, then the
+	// ack, closed by the writer once the samples are in the sink.
+	sync chan chan struct{}
+	// done is closed when the writer has ended.
+	done chan struct{}
+	// snap, when not nil, is told of each snapshot mark the writer
+	// meets, with its timestamp; a mark is an error without it.
+	snap func(cpu int, ts uint64)
 
 	// Owned by the reader goroutine.
 	cur      []byte // the chunk being filled; nil if none
@@ -93,8 +109,10 @@ type reader struct {
 func newReader(cpu int, r ring, lost counters, sink PageSink) *reader {
 	return &reader{
 		cpu: cpu, ring: r, lost: lost, sink: sink,
-		full:    make(chan []byte, maxChunks),
+		full:    make(chan chunk, maxChunks),
 		free:    make(chan []byte, maxChunks),
+		sync:    make(chan chan struct{}, 1),
+		done:    make(chan struct{}),
 		pids:    map[uint32]struct{}{},
 		lastPID: ^uint32(0),
 	}
@@ -106,13 +124,18 @@ func (r *reader) run(stop <-chan struct{}) {
 	wait := minWait
 	last := time.Now()
 	for {
+		var ack chan struct{}
 		select {
 		case <-stop:
 			r.finish()
 			return
+		case ack = <-r.sync:
 		default:
 		}
 		pending, _, blocked := r.poll()
+		if ack != nil {
+			r.full <- chunk{ack: ack}
+		}
 		now := time.Now()
 		if blocked {
 			wait = minWait // the writer is behind: give it time
@@ -169,7 +192,7 @@ func (r *reader) poll() (pending uint64, n int, blocked bool) {
 		r.lostSeen = lost
 	}
 	if len(r.cur) > 0 {
-		r.full <- r.cur
+		r.full <- chunk{b: r.cur}
 		r.cur = nil
 	}
 	return pending, n, blocked
@@ -182,7 +205,7 @@ func (r *reader) room(n int) bool {
 		return true
 	}
 	if len(r.cur) > 0 {
-		r.full <- r.cur
+		r.full <- chunk{b: r.cur}
 	}
 	r.cur = nil
 	select {
@@ -218,19 +241,25 @@ func (r *reader) finish() {
 			continue
 		}
 		r.cur = append(r.cur, r.tail...)
-		r.full <- r.cur
+		r.full <- chunk{b: r.cur}
 		r.cur, r.tail = nil, nil
 	}
 }
 
 // write turns the chunks' samples into pages until the reader closes
-// full, then flushes the sink. After an error it goes on taking chunks,
+// full, then flushes the sink, and closes done. After an error it goes on taking chunks,
 // so that the reader never waits, and returns the error at the end.
 func (r *reader) write() error {
+	defer close(r.done)
 	var err error
 	flushed := time.Now()
 	cs, _ := r.sink.(ChunkSink)
-	for c := range r.full {
+	for ch := range r.full {
+		if ch.ack != nil {
+			close(ch.ack)
+			continue
+		}
+		c := ch.b
 		if err == nil {
 			err = r.writeChunk(c)
 		}
@@ -267,6 +296,13 @@ func (r *reader) writeChunk(c []byte) error {
 		if size == lostMark {
 			r.sink.Lost(ts)
 			r.lostWritten.Add(ts)
+			continue
+		}
+		if size == bpfgen.SnapshotMark {
+			if r.snap == nil {
+				return fmt.Errorf("a snapshot mark at offset %d of a recording without snapshots", off-bpfgen.SampleHeader)
+			}
+			r.snap(r.cpu, ts)
 			continue
 		}
 		if int(size) > len(c)-off {

@@ -96,6 +96,10 @@ type StartOptions struct {
 	// Comms, when not nil, names tasks from the session's comm map
 	// while it runs.
 	Comms *Comms
+	// Flight is the flight recorder that takes the snapshots of a plan
+	// with snapshot triggers (Plan.Snapshots), the output or one side
+	// of it (Tee).
+	Flight *Flight
 }
 
 // switchGrace is how long Stop waits, once the programs are switched
@@ -121,6 +125,10 @@ type Session struct {
 	err      error // the first reader error, set before failed is closed
 
 	restore func() // sets the threads' priority back
+
+	flight *Flight
+	snaps  chan int      // snapshots marked, for takeSnapshots
+	taking chan struct{} // closed when takeSnapshots has ended
 }
 
 // Start loads the plan's programs, maps the rings, starts a reader per CPU
@@ -148,6 +156,14 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		}
 	}
 	s.comms.set(s.objs)
+	if p.Snapshots {
+		if o.Flight == nil {
+			return nil, fmt.Errorf("the recording has snapshot triggers and no flight recorder to take them")
+		}
+		s.flight = o.Flight
+		s.snaps, s.taking = make(chan int, maxPending), make(chan struct{})
+		go s.takeSnapshots()
+	}
 	if s.rings, err = s.objs.OpenRings(bpfgen.RingsMapName, p.CPUs, p.RingSize); err != nil {
 		return nil, err
 	}
@@ -156,6 +172,9 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 	}
 	for i, cpu := range p.CPUs {
 		r := newReader(cpu, s.rings[i], s.lost, out.CPU(cpu))
+		if s.flight != nil {
+			r.snap = s.mark
+		}
 		s.readers = append(s.readers, r)
 		s.wg.Add(2)
 		go func() {
@@ -237,6 +256,16 @@ func (s *Session) Stop() (*Stats, error) {
 		}
 	}
 	known := comms(s.objs)
+	if s.flight != nil {
+		// The snapshots still to take name their tasks from the comm
+		// map as it is now, as the file does.
+		s.flight.setNames(func(pid int) string {
+			if name, ok := known[uint32(pid)]; ok {
+				return name
+			}
+			return procComm(uint32(pid))
+		})
+	}
 	s.comms.set(nil)
 	// The kernel detaches the programs after gtrace has exited: they
 	// record nothing more.
@@ -267,14 +296,64 @@ func batchSamples(v []byte) []byte {
 	return v[bpfgen.BatchHeader:][:min(fill, len(v)-bpfgen.BatchHeader)]
 }
 
-// stopReaders tells the readers to drain their rings and waits for them.
+// stopReaders tells the readers to drain their rings and waits for them,
+// then for the snapshots they marked.
 func (s *Session) stopReaders() {
 	close(s.stop)
 	s.wg.Wait()
+	if s.snaps != nil {
+		close(s.snaps)
+		<-s.taking
+		s.snaps = nil
+	}
+}
+
+// mark, in the writer of cpu, starts a snapshot at a mark met at ts.
+func (s *Session) mark(cpu int, ts uint64) {
+	if n, ok := s.flight.mark(cpu, ts); ok {
+		s.snaps <- n // never blocks: at most maxPending are pending
+	}
+}
+
+// takeSnapshots writes the file of each snapshot marked, once every
+// reader has had a look at its ring after the mark, until snaps is
+// closed.
+func (s *Session) takeSnapshots() {
+	defer close(s.taking)
+	for n := range s.snaps {
+		s.barrier()
+		if err := s.flight.take(n); err != nil {
+			s.fail(err)
+		}
+	}
+}
+
+// barrier returns once every reader has looked at its ring and its
+// writer has added what it found to the sink, or has ended.
+func (s *Session) barrier() {
+	acks := make([]chan struct{}, len(s.readers))
+	for i, r := range s.readers {
+		acks[i] = make(chan struct{})
+		select {
+		case r.sync <- acks[i]:
+		case <-r.done:
+		}
+	}
+	for i, r := range s.readers {
+		select {
+		case <-acks[i]:
+		case <-r.done:
+		}
+	}
 }
 
 // release closes what Start opened.
 func (s *Session) release() {
+	if s.snaps != nil {
+		close(s.snaps)
+		<-s.taking
+		s.snaps = nil
+	}
 	s.restore()
 	s.comms.set(nil)
 	if s.objs != nil {

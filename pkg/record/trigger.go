@@ -73,7 +73,7 @@ func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 // caret on the command word and what to use instead.
 func supported(t *parse.Trigger) error {
 	switch t.Cmd {
-	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace:
+	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace, parse.TrigSnapshot:
 		return nil
 	case parse.TrigHist:
 		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger on a recording").
@@ -112,8 +112,16 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 				}
 				p.Warnings = append(p.Warnings, bt.Filter.Warnings...)
 			}
-			if t.Cmd == parse.TrigStacktrace {
+			switch t.Cmd {
+			case parse.TrigStacktrace:
 				ev.Stacktrace = stacktrace(bt, o.UserStack)
+				continue
+			case parse.TrigSnapshot:
+				if !o.Snapshots {
+					return t.Errorf(t.CmdOff, t.CmdEnd, "the snapshot trigger writes trace.dat files: it runs on gtrace record").
+						WithHint("gtrace record -e %s -R '%s' writes FILE.snapshot-N.dat at each firing", ev.Format.FullName(), t)
+				}
+				ev.Snapshot = snapshot(bt)
 				continue
 			}
 			ev.Triggers = append(ev.Triggers, bt)

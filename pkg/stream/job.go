@@ -63,7 +63,7 @@ func (j *Job) Attach() error {
 			j.stream.Abort()
 			return err
 		}
-		out = Tee(file, j.stream)
+		out = record.Tee(file, j.stream)
 	}
 	var err error
 	skip := func(ev *record.Event, err error) {

@@ -1,20 +1,17 @@
-package stream
+package record
 
-import (
-	"errors"
-
-	"github.com/gtrace/gtrace/pkg/record"
-)
+import "errors"
 
 // Tee returns an Output that gives every record to both outputs: a
-// trace.dat file and a Stream, for filter -o.
-func Tee(a, b record.Output) record.Output { return &tee{a, b} }
+// trace.dat file and a live stream (filter -o), or a file and a flight
+// recorder (snapshot triggers).
+func Tee(a, b Output) Output { return &tee{a, b} }
 
-type tee struct{ a, b record.Output }
+type tee struct{ a, b Output }
 
-func (t *tee) CPU(cpu int) record.PageSink { return &teeSink{t.a.CPU(cpu), t.b.CPU(cpu)} }
+func (t *tee) CPU(cpu int) PageSink { return &teeSink{t.a.CPU(cpu), t.b.CPU(cpu)} }
 
-func (t *tee) Finish(st *record.Stats, cmdlines map[int]string) error {
+func (t *tee) Finish(st *Stats, cmdlines map[int]string) error {
 	return errors.Join(t.a.Finish(st, cmdlines), t.b.Finish(st, cmdlines))
 }
 
@@ -23,8 +20,8 @@ func (t *tee) Abort() {
 	t.b.Abort()
 }
 
-// teeSink is a record.ChunkSink that passes everything to two sinks.
-type teeSink struct{ a, b record.PageSink }
+// teeSink is a ChunkSink that passes everything to two sinks.
+type teeSink struct{ a, b PageSink }
 
 func (t *teeSink) Add(ts uint64, payload []byte) error {
 	return errors.Join(t.a.Add(ts, payload), t.b.Add(ts, payload))
@@ -42,8 +39,8 @@ func (t *teeSink) Flush() error { return errors.Join(t.a.Flush(), t.b.Flush()) }
 // EndChunk passes the end of a chunk to the sinks that want it.
 func (t *teeSink) EndChunk() error {
 	var errs []error
-	for _, s := range []record.PageSink{t.a, t.b} {
-		if cs, ok := s.(record.ChunkSink); ok {
+	for _, s := range []PageSink{t.a, t.b} {
+		if cs, ok := s.(ChunkSink); ok {
 			errs = append(errs, cs.EndChunk())
 		}
 	}
