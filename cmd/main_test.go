@@ -117,9 +117,17 @@ func runWorkload(w string) int {
 		for range m {
 			syscall.Getuid()
 		}
-	case "write", "write-getppid":
+	case "write", "write-getppid", "write-paced":
 		// N writes of 1..N bytes to fd 100; write-getppid: each followed
-		// by a getppid.
+		// by a getppid; write-paced: from CPU 0 only, 2ms apart every 50,
+		// so that a small ring keeps up.
+		if name == "write-paced" {
+			var mask [16]uint64
+			mask[0] = 1
+			if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, uintptr(len(mask)*8), uintptr(unsafe.Pointer(&mask[0]))); e != 0 {
+				return 92
+			}
+		}
 		f, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 		if err != nil {
 			return 98
@@ -134,6 +142,9 @@ func runWorkload(w string) int {
 			}
 			if name == "write-getppid" {
 				syscall.Getppid()
+			}
+			if name == "write-paced" && i%50 == 0 {
+				time.Sleep(2 * time.Millisecond)
 			}
 		}
 	case "getpgid-wait":

@@ -155,8 +155,8 @@ func supported(t *parse.Trigger) error {
 		return t.Errorf(t.CmdOff, t.CmdEnd, "a stacktrace trigger writes a stack after a record, and a hist has no records").
 			WithHint("count the event by its kernel stack: -k common_stacktrace")
 	}
-	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
-		WithHint("the kernel runs it: write '%s' to the event's trigger file", t.String())
+	return t.Errorf(t.CmdOff, t.CmdEnd, "a snapshot trigger writes the records kept up to it, and a hist keeps none").
+		WithHint("record the events with gtrace record -R '%s': it writes FILE.snapshot-N.dat at each firing", t.String())
 }
 
 // paused reports whether the hist of l is paused now: its paused word in

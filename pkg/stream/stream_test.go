@@ -290,7 +290,7 @@ func (f *fakeOutput) Abort() { f.aborted = true }
 func TestTee(t *testing.T) {
 	file, live := &fakeSink{}, &chunkSink{}
 	a, b := &fakeOutput{sink: file}, &fakeOutput{sink: live}
-	tee := Tee(a, b)
+	tee := record.Tee(a, b)
 	k := tee.CPU(0)
 	if err := k.Add(5, make([]byte, 16)); err != nil {
 		t.Fatal(err)
