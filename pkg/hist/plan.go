@@ -19,6 +19,9 @@ var pseudoKeys = map[string]KeyKind{
 // NewPlan resolves spec against the format of the event it is for. Errors
 // are *parse.Error pointing into spec.Src.
 func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
+	if err := interEvent(spec); err != nil {
+		return nil, err
+	}
 	p := &Plan{Event: f.FullName(), Spec: spec, Size: spec.EffectiveSize()}
 	for _, k := range spec.Keys {
 		key, err := resolveKey(spec, f, k)
@@ -301,4 +304,24 @@ func modSuffix(f parse.HistField) string {
 		return fmt.Sprintf(".buckets=%d", f.Buckets)
 	}
 	return "." + f.Mod.String()
+}
+
+// interEvent refuses what the parser takes of inter-event hists and
+// gtrace does not run yet: variables, their references and actions.
+func interEvent(spec *parse.HistSpec) error {
+	const hint = "inter-event hists (variables, onmatch, onmax, onchange) are coming to gtrace; the kernel runs them where it has CONFIG_HIST_TRIGGERS and CONFIG_SYNTH_EVENTS"
+	if len(spec.Vars) > 0 {
+		v := spec.Vars[0]
+		return spec.Errorf(v.Off, v.End, "not implemented by gtrace yet: hist variables").WithHint(hint)
+	}
+	if len(spec.Actions) > 0 {
+		a := spec.Actions[0]
+		return spec.Errorf(a.Off, a.End, "not implemented by gtrace yet: hist actions").WithHint(hint)
+	}
+	for _, v := range spec.Vals {
+		if v.HasRef() {
+			return spec.Errorf(v.Off, v.End, "not implemented by gtrace yet: variable references").WithHint(hint)
+		}
+	}
+	return nil
 }

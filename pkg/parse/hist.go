@@ -14,6 +14,9 @@ const (
 	histMaxKeys     = 3
 	histMaxVals     = 2 // explicit values besides the implicit hitcount
 	histMaxSort     = 2
+	histMaxVars     = 16 // variables per hist
+	histMaxActions  = 8
+	histMaxParams   = 64 // parameters of an action: a synthetic event's fields at most
 	histDefaultSize = 2048
 	histMinSize     = 128
 	histMaxSize     = 131072
@@ -21,7 +24,7 @@ const (
 
 const (
 	histPrefix     = "hist:"
-	histValidAttrs = "keys=, vals=, sort=, size=, name=, clock= and nohitcount"
+	histValidAttrs = "keys=, vals=, sort=, size=, name=, clock=, nohitcount, NAME=EXPR (a variable) and onmatch(), onmax(), onchange() actions"
 	histSizeHint   = "size is a number of entries from 128 to 131072, rounded up to a power of two"
 	histSortHint   = "use .ascending or .descending"
 	histKeyMods    = "hex, sym, sym-offset, execname, syscall, log2, buckets=N and stacktrace"
@@ -58,11 +61,15 @@ type histRole int
 const (
 	histKey histRole = iota
 	histVal
+	histVar
 )
 
 func (r histRole) String() string {
-	if r == histKey {
+	switch r {
+	case histKey:
 		return "key"
+	case histVar:
+		return "variable"
 	}
 	return "value"
 }
@@ -81,8 +88,13 @@ func (r histRole) String() string {
 // The filter (after the first word "if" with a blank on each side) is
 // parsed with ParseFilter; like every other offset in the spec, the
 // offsets of its nodes are byte offsets into src. Keys and values may be
-// expressions (grammar §4.4) of fields, common_timestamp and constants.
-// Variables and handler actions are not supported yet and are rejected.
+// expressions (grammar §4.4) of fields, common_timestamp, constants and,
+// in values and variables, variable references ($var, sys.event.$var).
+// NAME=EXPR items define variables (Vars), onmatch(), onmax() and
+// onchange() items are actions (Actions), with the kernel's limits and
+// messages (§4.5, §4.6); what they refer to (other hists' variables,
+// synthetic events, fields) is checked when the hists of a session are
+// bound together, not here.
 //
 // Unlike the kernel, which accepts only .ascending or .descending after a
 // sort field, ParseHist also accepts the modifier of the key or value the
@@ -222,6 +234,14 @@ func (s *HistSpec) String() string {
 		b.WriteString(sep + v.String())
 		sep = ","
 	}
+	for i, v := range s.Vars {
+		if i == 0 {
+			b.WriteByte(':')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(v.Name + "=" + v.Expr.String())
+	}
 	b.WriteString(":sort=")
 	if len(s.Sort) == 0 {
 		b.WriteString("hitcount")
@@ -245,6 +265,9 @@ func (s *HistSpec) String() string {
 	}
 	if s.NoHitcount {
 		b.WriteString(":nohitcount")
+	}
+	for _, a := range s.Actions {
+		b.WriteString(":" + a.String())
 	}
 	if s.FilterText != "" {
 		b.WriteString(" if " + s.FilterText)
@@ -443,7 +466,7 @@ func (p *histParser) attr(off, end int) *Error {
 	}
 	for _, h := range []string{"onmatch(", "onmax(", "onchange("} {
 		if strings.HasPrefix(item, h) {
-			return p.errorf(off, end, "handler actions are not supported yet")
+			return p.action(off, end)
 		}
 	}
 	word, _, isAssign := strings.Cut(item, "=")
@@ -453,7 +476,7 @@ func (p *histParser) attr(off, end int) *Error {
 	val := off + len(word) + 1
 	attr := histAssignAttr(word)
 	if attr == "" {
-		return p.variable(off, end, word)
+		return p.variables(off, end)
 	}
 	if p.seen[attr] {
 		return p.errorf(off, val, "%s= given more than once", attr)
@@ -506,6 +529,11 @@ const DefaultClock = "mono"
 func (s *HistSpec) Timestamp() bool {
 	for _, f := range slices.Concat(s.Keys, s.Vals) {
 		if f.Timestamp() {
+			return true
+		}
+	}
+	for _, v := range s.Vars {
+		if v.Expr.Timestamp() {
 			return true
 		}
 	}
@@ -570,17 +598,36 @@ func (p *histParser) flag(off, end int) *Error {
 	return nil
 }
 
-// variable rejects "name=expr", a variable assignment to the kernel, or
-// an unknown attribute if name cannot be a variable.
-func (p *histParser) variable(off, end int, word string) *Error {
-	if !histIsIdent(word) {
-		return p.errorf(off, end, "unknown attribute %q", p.src[off:end]).WithHint("valid attributes are %s", histValidAttrs)
+// variables parses an item of variable assignments, name=expr[,...]
+// (the kernel splits the item at ',' and each part at its first '=').
+func (p *histParser) variables(off, end int) *Error {
+	for _, sp := range histSplit(p.src, off, end, ',') {
+		text := p.src[sp.off:sp.end]
+		name, _, ok := strings.Cut(text, "=")
+		val := sp.off + len(name) + 1
+		switch {
+		case !ok || name == "":
+			return p.errorf(sp.off, sp.end, "malformed assignment").WithHint("a variable is NAME=EXPR")
+		case val == sp.end:
+			return p.errorf(sp.off, val, "empty assignment").WithHint("give the variable a value: %s=EXPR", name)
+		case !histIsIdent(name):
+			return p.errorf(sp.off, val-1, "invalid variable name %q", name).WithHint("a name is letters, digits and '_', not starting with a digit")
+		}
+		for _, v := range p.spec.Vars {
+			if v.Name == name {
+				return p.errorf(sp.off, val-1, "variable already defined").WithHint("%s is defined at column %d", name, v.Off+1)
+			}
+		}
+		if len(p.spec.Vars) == histMaxVars {
+			return p.errorf(sp.off, sp.end, "too many variables defined (max = %d)", histMaxVars)
+		}
+		f, e := p.field(histSpan{val, sp.end}, histVar)
+		if e != nil {
+			return e
+		}
+		p.spec.Vars = append(p.spec.Vars, HistVar{Name: name, Off: sp.off, End: sp.end, Expr: f})
 	}
-	e := p.errorf(off, end, "variables are not supported yet")
-	if s := Nearest(word+"=", histAssignWords); s != "" && len(word) >= 4 && Distance(word+"=", s) <= 2 {
-		return e.WithHint("did you mean %q? %s= defines a variable", s, word)
-	}
-	return e
+	return nil
 }
 
 func (p *histParser) keys(off, end int) *Error {
@@ -620,8 +667,10 @@ func (p *histParser) field(sp histSpan, role histRole) (HistField, *Error) {
 	switch {
 	case text == "":
 		return HistField{}, p.errorf(sp.off, sp.off, "empty %s", role).WithHint("remove the extra ','")
-	case strings.Contains(text, "$"):
-		return HistField{}, p.errorf(sp.off, sp.end, "variable references are not supported yet")
+	case role == histKey && strings.Contains(text, "$"):
+		i := sp.off + strings.IndexByte(text, '$')
+		return HistField{}, p.errorf(i, sp.end, "using variable references in keys not supported").
+			WithHint("a key is a field of the event; a variable of another hist is read with the key values it was set with")
 	}
 	if op, _ := histOperator(p.src, sp.off, sp.end); op != 0 {
 		n := 0
@@ -730,7 +779,7 @@ func (p *histParser) expr(sp histSpan, role histRole, n *int, top bool) (HistFie
 	if e != nil {
 		return HistField{}, e
 	}
-	if l.Usecs() != r.Usecs() {
+	if !l.HasRef() && !r.HasRef() && l.Usecs() != r.Usecs() {
 		return HistField{}, p.errorf(sp.off, sp.end, "timestamp units in expression don't match").
 			WithHint("both operands of %q must be in .usecs, or neither", string(op))
 	}
@@ -758,6 +807,9 @@ func histIsDigit(c byte) bool { return c >= '0' && c <= '9' }
 // (inExpr) the only modifier is common_timestamp's .usecs.
 func (p *histParser) operand(sp histSpan, role histRole, inExpr bool) (HistField, *Error) {
 	text := p.src[sp.off:sp.end]
+	if strings.Contains(text, "$") {
+		return p.ref(sp)
+	}
 	name, mod, hasMod := strings.Cut(text, ".")
 	nameEnd := sp.off + len(name)
 	if name == "" {
@@ -776,7 +828,9 @@ func (p *histParser) operand(sp histSpan, role histRole, inExpr bool) (HistField
 	case f.Name == "hitcount" && role == histKey:
 		return HistField{}, p.errorf(sp.off, nameEnd, "hitcount cannot be a key").WithHint("hitcount is always counted; it is a value")
 	case f.Name == "common_stacktrace" && role == histVal:
-		return HistField{}, p.errorf(sp.off, nameEnd, "common_stacktrace cannot be a value").WithHint("use it as a key")
+		return HistField{}, p.errorf(sp.off, nameEnd, "common_stacktrace cannot be a value").WithHint("use it as a key, or save it in a variable")
+	case f.Name == "hitcount" && role == histVar:
+		return HistField{}, p.errorf(sp.off, nameEnd, "hitcount cannot be a variable").WithHint("a variable holds a field, common_timestamp or an expression of the event")
 	}
 	if !hasMod {
 		return f, nil
@@ -819,6 +873,8 @@ func histParseMod(s string) (HistMod, uint64, bool) {
 // or a value (the table of grammar §4.3).
 func histModValid(role histRole, name string, m HistMod) bool {
 	switch {
+	case role == histVar:
+		return m == ModUsecs && name == "common_timestamp" || m == ModHex
 	case name == "common_stacktrace":
 		return false
 	case name == "hitcount":
@@ -846,9 +902,11 @@ func histModHint(role histRole, name, text string, m HistMod, ok bool) string {
 		return "hitcount takes .percent or .graph"
 	case !ok && strings.HasPrefix(text, "bucket"):
 		return "write buckets=N with a number N > 0"
+	case role == histVar && ok:
+		return "a variable takes no modifier but common_timestamp's .usecs (and .hex)"
 	case !ok:
 		valid := "key modifiers are " + histKeyMods
-		if role == histVal {
+		if role != histKey {
 			valid = "value modifiers are " + histValMods
 		}
 		if s := Nearest(text, histModNames[1:]); s != "" {
@@ -927,7 +985,13 @@ func (p *histParser) size(off, end int) *Error {
 func (p *histParser) check(off, end int) *Error {
 	s := p.spec
 	if len(s.Keys) == 0 {
-		return p.errorf(off, end, "missing keys").WithHint("a hist needs keys=, e.g. hist:keys=common_pid")
+		e := p.errorf(off, end, "missing keys")
+		for _, v := range s.Vars {
+			if w := Nearest(v.Name+"=", histAssignWords); w != "" && len(v.Name) >= 3 && Distance(v.Name+"=", w) <= 2 {
+				return p.errorf(v.Off, v.Off+len(v.Name), "missing keys").WithHint("did you mean %q? %s= defines a variable", w, v.Name)
+			}
+		}
+		return e.WithHint("a hist needs keys=, e.g. hist:keys=common_pid")
 	}
 	if s.Clock != "" && !s.Timestamp() {
 		s.ClockOff, s.ClockEnd = p.clock.off, p.clock.end
@@ -1005,4 +1069,164 @@ func (p *histParser) sortNames() []string {
 		}
 	}
 	return names
+}
+
+// ref parses a variable reference: $var, or sys.event.$var.
+func (p *histParser) ref(sp histSpan) (HistField, *Error) {
+	text := p.src[sp.off:sp.end]
+	dollar := strings.IndexByte(text, '$')
+	r := HistRef{Var: text[dollar+1:]}
+	if dollar > 0 {
+		qual := text[:dollar]
+		sys, ev, ok := strings.Cut(strings.TrimSuffix(qual, "."), ".")
+		if !strings.HasSuffix(qual, ".") || !ok || !histIsIdent(sys) || !histIsIdent(ev) {
+			return HistField{}, p.errorf(sp.off, sp.off+dollar, "invalid subsystem or event name").
+				WithHint("a variable of another event's hist is SYSTEM.EVENT.$NAME")
+		}
+		r.System, r.Event = sys, ev
+	}
+	if name, mod, hasMod := strings.Cut(r.Var, "."); hasMod {
+		at := sp.off + dollar + 1 + len(name)
+		return HistField{}, p.errorf(at, at+1+len(mod), "invalid field modifier").
+			WithHint("a variable reference takes no modifier: the variable's own applies")
+	}
+	if !histIsIdent(r.Var) {
+		return HistField{}, p.errorf(sp.off+dollar, sp.end, "invalid variable reference %q", text[dollar:]).
+			WithHint("a reference is $NAME, NAME letters, digits and '_'")
+	}
+	return HistField{Name: r.String(), Ref: &r, Off: sp.off, End: sp.end}, nil
+}
+
+// action parses a handler action, HANDLER(ARG).ACTION(PARAMS) (grammar
+// §4.5), with the kernel's messages.
+func (p *histParser) action(off, end int) *Error {
+	item := p.src[off:end]
+	open := strings.IndexByte(item, '(')
+	a := HistAction{Off: off, End: end}
+	switch item[:open] {
+	case "onmatch":
+		a.Handler = OnMatch
+	case "onmax":
+		a.Handler = OnMax
+	default:
+		a.Handler = OnChange
+	}
+	closing := strings.IndexByte(item, ')')
+	if closing < 0 {
+		return p.errorf(off+open, end, "no closing paren found").WithHint("write %s(...).ACTION(...)", a.Handler)
+	}
+	argOff, argEnd := off+open+1, off+closing
+	arg := p.src[argOff:argEnd]
+	if a.Handler == OnMatch {
+		sys, ev, ok := strings.Cut(arg, ".")
+		switch {
+		case !ok:
+			return p.errorf(argOff, argEnd, "missing subsystem").WithHint("onmatch names the event that set the variables: onmatch(SYSTEM.EVENT)")
+		case !histIsIdent(sys) || !histIsIdent(ev):
+			return p.errorf(argOff, argEnd, "invalid subsystem or event name").WithHint("onmatch(SYSTEM.EVENT), e.g. onmatch(sched.sched_waking)")
+		}
+		a.System, a.Event = sys, ev
+	} else {
+		name, ok := strings.CutPrefix(arg, "$")
+		if !ok || !histIsIdent(name) {
+			return p.errorf(argOff, argEnd, "for onmax(x) or onchange(x), x must be a variable").
+				WithHint("name a variable of this hist: %s($NAME)", a.Handler)
+		}
+		a.Var, a.VarOff = name, argOff+1
+	}
+	rest := off + closing + 1
+	if rest == end || p.src[rest] != '.' || rest+1 == end {
+		return p.errorf(off, rest, "no action found").WithHint("follow %s(...) with .ACTION(...): trace(), a synthetic event, save() or snapshot()", a.Handler)
+	}
+	nameOff := rest + 1
+	paren := strings.IndexByte(p.src[nameOff:end], '(')
+	if paren < 0 || p.src[end-1] != ')' {
+		return p.errorf(nameOff, end, "no closing paren found").WithHint("an action is NAME(PARAMS)")
+	}
+	nameEnd := nameOff + paren
+	name := p.src[nameOff:nameEnd]
+	if !histIsIdent(name) {
+		return p.errorf(nameOff, nameEnd, "invalid action %q", name).WithHint("an action is trace(), save(), snapshot() or a synthetic event's name")
+	}
+	params, e := p.params(nameEnd+1, end-1)
+	if e != nil {
+		return e
+	}
+	switch name {
+	case "save":
+		a.Kind = ActSave
+		if len(params) == 0 {
+			return p.errorf(nameOff, end, "no params found for save()").WithHint("save(FIELD,...) saves fields of the event with each new max or change")
+		}
+		for _, q := range params {
+			if q.Ref != nil || q.System != "" {
+				return p.errorf(q.Off, q.End, "invalid action param").WithHint("save() takes fields of this event")
+			}
+		}
+		for _, o := range p.spec.Actions {
+			if o.Kind == ActSave {
+				return p.errorf(nameOff, end, "can't have more than one save() action per hist")
+			}
+		}
+	case "snapshot":
+		a.Kind = ActSnapshot
+		if len(params) > 0 {
+			return p.errorf(params[0].Off, end-1, "too many action params").WithHint("snapshot() takes none")
+		}
+	case "trace":
+		a.Kind, a.TraceKw = ActTrace, true
+		if len(params) == 0 || params[0].Field == "" || params[0].System != "" {
+			return p.errorf(nameOff, end, "invalid action param").WithHint("trace(SYNTHETIC_EVENT,PARAMS...) names the synthetic event first")
+		}
+		a.Synth, a.SynthOff = params[0].Text, params[0].Off
+		params = params[1:]
+	default:
+		a.Kind, a.Synth, a.SynthOff = ActTrace, name, nameOff
+	}
+	if a.Handler == OnMatch && a.Kind != ActTrace {
+		return p.errorf(nameOff, nameEnd, "handler doesn't support action").WithHint("onmatch() takes trace() or a synthetic event; save() and snapshot() go with onmax() or onchange()")
+	}
+	if len(p.spec.Actions) == histMaxActions {
+		return p.errorf(off, end, "too many actions (max = %d)", histMaxActions)
+	}
+	a.Params = params
+	p.spec.Actions = append(p.spec.Actions, a)
+	return nil
+}
+
+// params parses the comma-separated parameters of an action in
+// src[off:end]: $var, sys.event.$var, field or sys.event.field.
+func (p *histParser) params(off, end int) ([]HistParam, *Error) {
+	if off == end {
+		return nil, nil
+	}
+	var out []HistParam
+	for _, sp := range histSplit(p.src, off, end, ',') {
+		if len(out) == histMaxParams {
+			return nil, p.errorf(sp.off, end, "too many action params (max = %d)", histMaxParams)
+		}
+		text := p.src[sp.off:sp.end]
+		q := HistParam{Text: text, Off: sp.off, End: sp.end}
+		if strings.Contains(text, "$") {
+			f, e := p.ref(sp)
+			if e != nil {
+				return nil, e
+			}
+			q.Ref, q.System, q.Event = f.Ref, f.Ref.System, f.Ref.Event
+			out = append(out, q)
+			continue
+		}
+		parts := strings.Split(text, ".")
+		switch {
+		case len(parts) == 1 && histIsIdent(parts[0]):
+			q.Field = parts[0]
+		case len(parts) == 3 && histIsIdent(parts[0]) && histIsIdent(parts[1]) && histIsIdent(parts[2]):
+			q.System, q.Event, q.Field = parts[0], parts[1], parts[2]
+		default:
+			return nil, p.errorf(sp.off, sp.end, "invalid action param").
+				WithHint("a param is $VAR, FIELD, SYSTEM.EVENT.$VAR or SYSTEM.EVENT.FIELD")
+		}
+		out = append(out, q)
+	}
+	return out, nil
 }
