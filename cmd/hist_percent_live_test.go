@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -84,4 +85,61 @@ func hundredths(whole, frac string) int {
 	w, _ := strconv.Atoi(whole)
 	f, _ := strconv.Atoi(frac)
 	return 100*w + f
+}
+
+// TestPrivilegedHistPercentDroppedClear runs two rounds of a shell's
+// writes of 1 to 200 bytes, a second apart, in a table of 128 printed
+// as JSON every 300 ms and cleared: over all the prints, the entries'
+// bytes and the dropped bytes (dropped_values) add up to exactly the
+// bytes written, and the hits and Dropped to the writes, so each clear
+// starts the dropped sums over with the table.
+func TestPrivilegedHistPercentDroppedClear(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const n, rounds = 200, 2
+	round := fmt.Sprintf(`i=1; while [ $i -le %d ]; do printf "%%*s" $i x; i=$((i+1)); done >/dev/null`, n)
+	out, errOut, code := run(t, "hist", "-q", "--follow", "--format", "json", "--interval", "300ms", "--clear",
+		"-e", "syscalls:sys_enter_write", "--size", "128", "-k", "count", "--vals", "hitcount.percent,count.percent", "-f", "fd == 1",
+		"--", "sh", "-c", round+"; sleep 1; "+round)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	type value struct {
+		Name  string `json:"name"`
+		Value uint64 `json:"value"`
+	}
+	var hits, bytes, dropped, prints uint64
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var tables []struct {
+			Entries []struct {
+				Hitcount uint64  `json:"hitcount"`
+				Values   []value `json:"values"`
+			} `json:"entries"`
+			Totals struct {
+				Dropped       uint64  `json:"dropped"`
+				DroppedValues []value `json:"dropped_values"`
+			} `json:"totals"`
+		}
+		if err := dec.Decode(&tables); err != nil {
+			t.Fatalf("decode print %d: %v\n%s", prints+1, err, out)
+		}
+		prints++
+		for _, tb := range tables {
+			for _, e := range tb.Entries {
+				hits += e.Hitcount
+				bytes += e.Values[1].Value
+			}
+			dropped += tb.Totals.Dropped
+			if tb.Totals.Dropped > 0 {
+				if len(tb.Totals.DroppedValues) != 2 || tb.Totals.DroppedValues[0].Value != tb.Totals.Dropped || tb.Totals.DroppedValues[1].Name != "count" {
+					t.Fatalf("print %d: dropped %d, dropped_values %+v", prints, tb.Totals.Dropped, tb.Totals.DroppedValues)
+				}
+				bytes += tb.Totals.DroppedValues[1].Value
+			}
+		}
+	}
+	t.Logf("%d prints, %d writes dropped", prints, dropped)
+	if hits+dropped != rounds*n || bytes != rounds*n*(n+1)/2 {
+		t.Errorf("hits %d + dropped %d, bytes (the dropped too) %d; want %d writes of %d bytes", hits, dropped, bytes, rounds*n, rounds*n*(n+1)/2)
+	}
 }

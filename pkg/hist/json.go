@@ -119,9 +119,9 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 	if t.Dropped > 0 {
 		for j := range cols {
 			if c := &cols[j]; c.spec.Mod == parse.ModPercent {
-				v := any(c.dropped(t))
+				var v any = c.dropped(t)
 				if c.signed {
-					v = int64(c.dropped(t))
+					v = int64(c.dropped(t)) // as the column's cells
 				}
 				jt.Totals.DroppedValues = append(jt.Totals.DroppedValues, jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: v})
 			}
