@@ -532,14 +532,19 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 		w.elts = append(w.elts, e)
 	}
 	sums[0]++
-	for i := range r.vals {
-		sums[1+i] += r.vals[i].value(d, cpu, pid, ts)
+	for i, v := range r.vals {
+		// Not v.value: the hot path keeps the field's read inline.
+		if v.expr != nil {
+			sums[1+i] += evalExpr(v.expr, d, cpu, pid, ts)
+		} else {
+			sums[1+i] += v.field.Value(d)
+		}
 	}
 	return true
 }
 
 // value is the number record d adds to the sum, recorded on cpu at time
-// ts by task pid.
+// ts by task pid (for a dropped event).
 func (v *fileVal) value(d []byte, cpu int, pid int32, ts uint64) uint64 {
 	if v.expr != nil {
 		return evalExpr(v.expr, d, cpu, pid, ts)
