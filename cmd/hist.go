@@ -67,7 +67,9 @@ first -e apply to every event, each unless the event gives its own; a string
 there is the hist of every event that gives no flags.
 
 Key modifiers: .execname (common_pid only) .syscall .hex .sym .sym-offset
-.log2 .buckets=N. Value modifiers: .hex .percent .graph. Keys may be event
+.log2 .buckets=N. Value modifiers: .hex .percent .graph; .percent is a
+share of every event, those Dropped from a full table too (the kernel's
+leaves them out), .graph a bar against the largest entry. Keys may be event
 fields, common_pid, common_cpu, comm, common_stacktrace (stacktrace), the
 event's kernel stack, printed as the kernel prints it, and ustacktrace, the
 user stack of the process (gtrace's own). The filter supports == != < <= > >= &
@@ -119,6 +121,10 @@ free events keep the set in a map of 65536 entries. Without --follow,
 
   # expressions and common_timestamp: writes per second, and bytes in KiB
   gtrace hist -e syscalls:sys_enter_write -k common_timestamp/1000000000 --vals count/1024
+
+  # each write size's share of the writes and of the bytes of ./app, in a table of 128
+  # (the writes of sizes that find it full count as Dropped, and in the shares' totals)
+  gtrace hist --follow -e syscalls:sys_enter_write --size 128 -k count --vals hitcount.percent,count.percent -- ./app
 
   # a log2 histogram of write sizes of one command, as JSON
   gtrace hist -e syscalls:sys_enter_write -k count.log2 -f 'fd == 1' --format json -- dd if=/dev/zero of=/dev/null bs=1k count=100

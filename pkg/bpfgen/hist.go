@@ -71,6 +71,12 @@ type HistLayout struct {
 	CommOff    int   // >= 0: save the task name here when an entry is created
 	MaxEntries int   // the hist's size
 	Clock      Clock // the clock of SrcTime operands
+	// DropSums: an event that finds no entry (counted in the drop
+	// counter) also adds each of its values to the dropped-sums map
+	// (DropSumsMapName), a per-CPU array of one entry of one u64 per
+	// value, in Vals order: the totals that .percent of a sum divides
+	// by. Without it the program and its maps are as before.
+	DropSums bool
 }
 
 // HistSpec describes a hist program for one event.
@@ -122,11 +128,12 @@ func histDirect(s *HistSpec) *Direct {
 
 // Names of the objects in a hist collection.
 const (
-	HistMapName    = "hist"
-	DropsMapName   = "drops"
-	HistProgName   = "gtrace_hist"
-	maxStack       = 512
-	stringSlotSize = 256 // the kernel's MAX_FILTER_STR_VAL
+	HistMapName     = "hist"
+	DropsMapName    = "drops"
+	DropSumsMapName = "dropsums"
+	HistProgName    = "gtrace_hist"
+	maxStack        = 512
+	stringSlotSize  = 256 // the kernel's MAX_FILTER_STR_VAL
 )
 
 // CommLen is the size of a task name (TASK_COMM_LEN).
@@ -204,6 +211,7 @@ type HistAction struct {
 	Map, Drops  string // the maps' names
 	hist, drops *ebpf.MapSpec
 	stacks      *ebpf.MapSpec // nil without a stack key
+	dropSums    *ebpf.MapSpec // nil without HistLayout.DropSums
 }
 
 // NewHistAction returns the action of a hist laid out as l, with its maps
@@ -211,10 +219,19 @@ type HistAction struct {
 func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
 	return &HistAction{
 		Layout: l, Map: hist, Drops: drops,
-		hist:   &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
-		drops:  &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
-		stacks: stackMap(l),
+		hist:     &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
+		drops:    &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		stacks:   stackMap(l),
+		dropSums: dropSumsMap(l),
 	}
+}
+
+// dropSumsMap is the dropped-sums map of a layout with DropSums, or nil.
+func dropSumsMap(l *HistLayout) *ebpf.MapSpec {
+	if !l.DropSums || len(l.Vals) == 0 {
+		return nil
+	}
+	return &ebpf.MapSpec{Name: DropSumsMapName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(8 * len(l.Vals)), MaxEntries: 1}
 }
 
 func (a *HistAction) stack() int { return a.Layout.stackSize() }
@@ -230,10 +247,14 @@ func (l *HistLayout) stackSize() int {
 }
 
 func (a *HistAction) maps() []*ebpf.MapSpec {
+	ms := []*ebpf.MapSpec{a.hist, a.drops}
 	if a.stacks != nil {
-		return []*ebpf.MapSpec{a.hist, a.drops, a.stacks}
+		ms = append(ms, a.stacks)
 	}
-	return []*ebpf.MapSpec{a.hist, a.drops}
+	if a.dropSums != nil {
+		ms = append(ms, a.dropSums)
+	}
+	return ms
 }
 
 // emit: R7 = &key, R8 = the entry's value. The value is built at the
@@ -332,16 +353,46 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	)
 	b.Mark(dropped)
 	b.Comment("table full, or no room for the stack: dropped += 1")
+	counted := out
+	if a.dropSums != nil {
+		counted = b.Label("drop_sums")
+	}
 	b.Emit(
 		asm.StoreImm(asm.R10, keyOff, 0, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Drops),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, int32(keyOff)),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, out),
+		asm.JEq.Imm(asm.R0, 0, counted),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
 	)
+	if a.dropSums != nil {
+		return a.emitDropSums(b, counted, keyOff, tmpOff, out)
+	}
+	return nil
+}
+
+// emitDropSums, at label at, adds each value of a dropped event to this
+// CPU's dropped sums; the word at fp+keyOff is the index 0. Clobbers
+// R0-R5 and R8.
+func (a *HistAction) emitDropSums(b *Builder, at string, keyOff, tmpOff int16, out string) error {
+	b.Mark(at)
+	b.Comment("dropped sums += values")
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(a.dropSums.Name),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, int32(keyOff)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, out),
+		asm.Mov.Reg(asm.R8, asm.R0),
+	)
+	for i, v := range a.Layout.Vals {
+		if err := emitVal(b, v, tmpOff); err != nil {
+			return err
+		}
+		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(8*i)))
+	}
 	return nil
 }
 

@@ -22,7 +22,8 @@ import (
 //   - "hitcount", unless the spec says nohitcount;
 //   - per value, under "name" or "name.modifier", its sum in decimal,
 //     or for .percent its share of the column as the kernel prints it
-//     ("75.00", "[ERROR]").
+//     ("75.00", "[ERROR]"), of the column's sum over every event, the
+//     dropped ones too, as text gives it.
 //
 // The trigger descriptions are not written; triggerInfo only has to match
 // tables in length, as for the other formats.

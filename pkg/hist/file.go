@@ -389,6 +389,12 @@ func readErr(err error) error {
 func (r *fileRun) table(m *tracingmap.Map, lost uint64) *Table {
 	l := r.plan.Layout
 	t := &Table{Plan: r.plan, Dropped: m.Drops(), Lost: lost}
+	if l.DropSums {
+		t.DroppedVals = make([]uint64, len(l.Vals))
+		for i := range t.DroppedVals {
+			t.DroppedVals[i] = m.DroppedSum(1 + i)
+		}
+	}
 	val := make([]byte, l.ValueSize)
 	for _, e := range m.Entries() {
 		binary.LittleEndian.PutUint64(val, e.Sums[0])
@@ -514,6 +520,11 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 		e = w.m.Insert(key)
 	}
 	if e == nil {
+		if r.plan.Layout.DropSums {
+			for i := range r.vals {
+				w.m.AddDropped(1+i, r.vals[i].value(d, cpu, pid, ts))
+			}
+		}
 		return false
 	}
 	sums := w.sums[e.Index()*(1+len(r.vals)):]
@@ -522,6 +533,7 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 	}
 	sums[0]++
 	for i, v := range r.vals {
+		// Not v.value: the hot path keeps the field's read inline.
 		if v.expr != nil {
 			sums[1+i] += evalExpr(v.expr, d, cpu, pid, ts)
 		} else {
@@ -529,6 +541,15 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 		}
 	}
 	return true
+}
+
+// value is the number record d adds to the sum, recorded on cpu at time
+// ts by task pid (for a dropped event).
+func (v *fileVal) value(d []byte, cpu int, pid int32, ts uint64) uint64 {
+	if v.expr != nil {
+		return evalExpr(v.expr, d, cpu, pid, ts)
+	}
+	return v.field.Value(d)
 }
 
 // commOf is the task name of pid as trace-cmd names it.

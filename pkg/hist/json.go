@@ -60,6 +60,9 @@ type jsonTotals struct {
 	Entries int    `json:"entries"`
 	Dropped uint64 `json:"dropped"`
 	Lost    uint64 `json:"lost"`
+	// DroppedValues are, when events were dropped, the sums of each
+	// .percent column over them.
+	DroppedValues []jsonValue `json:"dropped_values,omitempty"`
 }
 
 // WriteJSON writes tables as a JSON array, one object per table:
@@ -67,7 +70,7 @@ type jsonTotals struct {
 //	{"event": "sys:ev", "trigger": "<trigger info>",
 //	 "entries": [{"keys": {"<column>": value, ...}, "hitcount",
 //	              "values": [{"name", "modifier", "value"}]}],
-//	 "totals": {"hits", "entries", "dropped", "lost"}}
+//	 "totals": {"hits", "entries", "dropped", "lost"[, "dropped_values"]}}
 //
 // An entry's keys are the columns CSV gives them (keyColumns), in order,
 // each a number or a string: the raw value under the field's name and,
@@ -78,6 +81,11 @@ type jsonTotals struct {
 // hitcount is always given, even with nohitcount. Modifiers are as written
 // in the trigger ("hex", "percent"), "" for none. Entries are in their
 // current order (call Table.Sort first).
+//
+// When events were dropped, the totals' "dropped_values" give, for each
+// .percent column, its sum over the dropped events ({"name", "modifier",
+// "value"}; the dropped count for hitcount.percent): an entry's share, as
+// text prints it, is its value over the column's sum plus that.
 func WriteJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
 	if len(triggerInfo) != len(tables) {
 		return fmt.Errorf("write hist json: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
@@ -107,6 +115,17 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 		Trigger: trigger,
 		Entries: make([]jsonEntry, len(t.Entries)),
 		Totals:  jsonTotals{Hits: t.Hits(), Entries: len(t.Entries), Dropped: t.Dropped, Lost: t.Lost},
+	}
+	if t.Dropped > 0 {
+		for j := range cols {
+			if c := &cols[j]; c.spec.Mod == parse.ModPercent {
+				var v any = c.dropped(t)
+				if c.signed {
+					v = int64(c.dropped(t)) // as the column's cells
+				}
+				jt.Totals.DroppedValues = append(jt.Totals.DroppedValues, jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: v})
+			}
+		}
 	}
 	for i := range t.Entries {
 		e := &t.Entries[i]

@@ -102,6 +102,10 @@ func cString(b []byte) string {
 type Live struct {
 	c    *Compiled
 	objs *probe.Objects
+	// dropBase are the dropped sums at the last clear, which Snapshot
+	// subtracts: the per-CPU sums are never reset, so no dropped event
+	// is lost between a read and a reset.
+	dropBase []uint64
 }
 
 // Start loads the program, or its fallback if the kernel refuses it, and
@@ -116,6 +120,11 @@ func start(c *Compiled, follow []uint32, owner *Live) (*Live, error) {
 	shared := probe.Shared{}
 	if owner != nil {
 		if err := shared.Take(owner.objs, sharedMaps...); err != nil {
+			return nil, err
+		}
+	}
+	if owner != nil && c.Layout.DropSums {
+		if err := shared.Take(owner.objs, bpfgen.DropSumsMapName); err != nil {
 			return nil, err
 		}
 	}
@@ -166,7 +175,38 @@ func (l *Live) Snapshot(clear bool) (*Table, error) {
 	if t.Dropped, err = probe.ReadU64(l.objs.Map(bpfgen.DropsMapName), clear); err != nil {
 		return nil, err
 	}
+	if l.c.Layout.DropSums {
+		if t.DroppedVals, err = l.droppedSums(clear); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// droppedSums reads the dropped-sums map, the sum over the CPUs of each
+// value, since the last clear; with clear it starts over.
+func (l *Live) droppedSums(clear bool) ([]uint64, error) {
+	cpus, err := l.objs.PerCPUValue(bpfgen.DropSumsMapName)
+	if err != nil {
+		return nil, err
+	}
+	sums := make([]uint64, len(l.c.Layout.Vals))
+	for _, b := range cpus {
+		for i := range sums {
+			sums[i] += binary.LittleEndian.Uint64(b[8*i:])
+		}
+	}
+	if l.dropBase == nil {
+		l.dropBase = make([]uint64, len(sums))
+	}
+	vals := make([]uint64, len(sums))
+	for i := range sums {
+		vals[i] = sums[i] - l.dropBase[i]
+	}
+	if clear {
+		l.dropBase = sums
+	}
+	return vals, nil
 }
 
 // readStacks gives the stack keys of t's entries their frames, reading

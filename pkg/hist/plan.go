@@ -113,6 +113,13 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 		l.Vals = append(l.Vals, bpfgen.ValSlot{Field: f.Field(v.Spec.Name), Off: voff})
 		voff += 8
 	}
+	for _, v := range p.Vals {
+		// A sum's .percent divides by the sum over every event, the
+		// dropped ones too.
+		if v.Spec.Mod == parse.ModPercent {
+			l.DropSums = true
+		}
+	}
 	if l.CommOff == 0 {
 		l.CommOff = voff
 		voff += bpfgen.CommLen
@@ -292,6 +299,9 @@ func (p *Plan) String() string {
 	s += "  value hitcount\n"
 	for _, v := range p.Vals {
 		s += fmt.Sprintf("  value %s%s (sum)\n", v.Spec.Name, modSuffix(v.Spec))
+	}
+	if p.Layout != nil && p.Layout.DropSums {
+		s += "  dropped sums: each value of a dropped event, for .percent\n"
 	}
 	return s
 }

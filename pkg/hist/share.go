@@ -106,7 +106,8 @@ func shareLayout(p, owner *Plan) {
 }
 
 // sharedMaps are the maps of a hist's collection that a hist counting into
-// its table shares: the table and the drop counter.
+// its table shares: the table and the drop counter (and the dropped sums,
+// when a sum is .percent: start).
 var sharedMaps = []string{bpfgen.HistMapName, bpfgen.DropsMapName}
 
 // FileShares resolves hists against the formats of f and checks them as

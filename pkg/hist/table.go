@@ -69,6 +69,10 @@ type Table struct {
 	Entries []Entry
 	Dropped uint64 // events whose new key found the table full
 	Lost    uint64 // events that could not be counted for another reason
+	// DroppedVals are, per Plan.Vals, the sums of the values of the
+	// dropped events, which a sum's .percent counts in its total; nil
+	// when the plan keeps none (no sum is .percent).
+	DroppedVals []uint64
 }
 
 // Hits returns the sum of the entries' hitcounts: the kernel's "Hits:".

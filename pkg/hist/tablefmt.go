@@ -76,7 +76,12 @@ func writeBoxTable(w io.Writer, t *Table, r Resolver) error {
 		header = append(header, fieldLabel(c.spec))
 		switch c.spec.Mod {
 		case parse.ModPercent:
-			footer = append(footer, "")
+			// The share of the dropped events, when there are some.
+			if d := c.dropped(t); t.Dropped > 0 {
+				footer = append(footer, "dropped "+percentText(d, stats[i].total))
+			} else {
+				footer = append(footer, "")
+			}
 			align = append(align, tw.AlignRight)
 		case parse.ModGraph:
 			footer = append(footer, "")

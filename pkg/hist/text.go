@@ -286,6 +286,18 @@ func (c *column) value(e *Entry) uint64 {
 	return e.Vals[c.val]
 }
 
+// dropped is the column's sum over the events t dropped: Dropped for
+// the hitcount, the value's dropped sum when t keeps it, else 0.
+func (c *column) dropped(t *Table) uint64 {
+	switch {
+	case c.val < 0:
+		return t.Dropped
+	case t.DroppedVals != nil:
+		return t.DroppedVals[c.val]
+	}
+	return 0
+}
+
 // cell is the column's value as data: int64 when signed, else uint64.
 func (c *column) cell(e *Entry) any {
 	if c.signed {
@@ -329,8 +341,11 @@ func valColumn(p *Plan, i int) column {
 	return column{spec: p.Vals[i].Spec, val: i, signed: p.Vals[i].Signed}
 }
 
-// colStat is the total and maximum of a column over the printed entries,
-// for .percent and .graph.
+// colStat is the total and maximum of a column, for .percent and .graph.
+// The total of a .percent column is over every event, the dropped ones
+// too (grammar §12.20, where the kernel's is over the printed entries
+// only); that of any other column, and the maximum, are over the printed
+// entries.
 type colStat struct {
 	total, max uint64
 }
@@ -342,6 +357,9 @@ func columnStats(t *Table, cols []column) []colStat {
 			v := cols[i].value(&t.Entries[j])
 			stats[i].total += v
 			stats[i].max = max(stats[i].max, v)
+		}
+		if cols[i].spec.Mod == parse.ModPercent {
+			stats[i].total += cols[i].dropped(t)
 		}
 	}
 	return stats

@@ -35,8 +35,11 @@ type Map struct {
 	elts  []Elt
 	next  atomic.Int64 // elements taken from elts (may run past cap)
 	drops atomic.Uint64
-	skips atomic.Uint64 // inserts that moved past an unpublished slot of their hash
-	dead  Elt           // published in slots claimed when no element was left
+	// dropSums are the sums of values 1 to nVals over the dropped
+	// inserts (AddDropped), at index i-1.
+	dropSums []atomic.Uint64
+	skips    atomic.Uint64 // inserts that moved past an unpublished slot of their hash
+	dead     Elt           // published in slots claimed when no element was left
 }
 
 // slot is one entry of the hash table: the key's hash (0: free), claimed
@@ -68,13 +71,14 @@ func New(keySize, nVals, capacity int) *Map {
 	capBits := bits.Len(uint(capacity - 1))
 	n := 1 << capBits
 	m := &Map{
-		keySize: keySize,
-		nSums:   1 + nVals,
-		cap:     int64(n),
-		slots:   make([]slot, 2*n),
-		shift:   uint(64 - (capBits + 1)),
-		seed:    maphash.MakeSeed(),
-		elts:    make([]Elt, n),
+		keySize:  keySize,
+		nSums:    1 + nVals,
+		cap:      int64(n),
+		slots:    make([]slot, 2*n),
+		shift:    uint(64 - (capBits + 1)),
+		seed:     maphash.MakeSeed(),
+		elts:     make([]Elt, n),
+		dropSums: make([]atomic.Uint64, nVals),
 	}
 	stride := (m.nSums + sumsStride - 1) / sumsStride * sumsStride
 	keys := make([]byte, n*keySize)
@@ -97,6 +101,20 @@ func (m *Map) Len() int { return int(min(m.next.Load(), m.cap)) }
 
 // Drops returns how many inserts of a new key found the map full.
 func (m *Map) Drops() uint64 { return m.drops.Load() }
+
+// AddDropped adds v to the sum of value i (1 to nVals, as in Elt.Add)
+// over the events whose insert was dropped: the caller, whose Insert
+// returned nil, adds its event's values.
+func (m *Map) AddDropped(i int, v uint64) { m.dropSums[i-1].Add(v) }
+
+// DroppedSum returns the sum of value i (1 to nVals) that AddDropped
+// added up; DroppedSum(0), the hit count's, is Drops.
+func (m *Map) DroppedSum(i int) uint64 {
+	if i == 0 {
+		return m.Drops()
+	}
+	return m.dropSums[i-1].Load()
+}
 
 // Insert returns the element of key, inserting it if it is new. It returns
 // nil, and counts a drop, when key is new and the map already holds Cap

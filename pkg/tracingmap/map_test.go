@@ -75,6 +75,12 @@ func TestInsert(t *testing.T) {
 	if m.Len() != 4 || m.Drops() != 3 {
 		t.Errorf("Len(), Drops() = %d, %d, want 4, 3", m.Len(), m.Drops())
 	}
+	m.AddDropped(1, 5)
+	m.AddDropped(2, 7)
+	m.AddDropped(1, 6)
+	if got := []uint64{m.DroppedSum(0), m.DroppedSum(1), m.DroppedSum(2)}; got[0] != 3 || got[1] != 11 || got[2] != 7 {
+		t.Errorf("DroppedSum(0..2) = %v, want [3 11 7]", got)
+	}
 	es := m.Entries()
 	if len(es) != 4 || string(es[0].Key) != string(key16(1, 2)) || es[0].Sums[0] != 2 || es[0].Comm != "bash" {
 		t.Errorf("Entries() = %+v, want 4 entries, the first {1 2} with hitcount 2 and comm bash", es)
