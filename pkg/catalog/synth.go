@@ -71,3 +71,17 @@ func (c *synth) Format(e Event) (*parse.Format, string, error) {
 func (c *synth) short() string                 { return shortWhere(c.Catalog) }
 func (c *synth) listCommand() string           { return listCommand(c.Catalog) }
 func (c *synth) symbols() (*ksym.Table, error) { return Symbols(c.Catalog) }
+
+// empty is a catalog without events.
+type empty struct{}
+
+// Empty returns a catalog without events, to check synthetic event
+// definitions on their own (WithSynth).
+func Empty() Catalog { return empty{} }
+
+func (empty) Events() ([]Event, error) { return nil, nil }
+func (empty) Format(e Event) (*parse.Format, string, error) {
+	return nil, "", &EventError{Pattern: e.String(), Where: "the definitions"}
+}
+func (empty) Kallsyms() (string, error) { return "", nil }
+func (empty) Where() string             { return "the definitions" }
