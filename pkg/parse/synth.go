@@ -50,7 +50,7 @@ type SynthField struct {
 	Name   string
 	Kind   SynthKind
 	Size   int  // the field's size in the format: the integer's, N of char[N], 8 for __data_loc
-	Signed bool // the kernel's rule: a type not starting with "u", other than gfp_t
+	Signed bool // the kernel's rule: a type not starting with "u", other than gfp_t, or a __data_loc
 	Off    int  // offset of the field's first word (its type) in the definition
 	End    int  // offset just past its name
 }
@@ -291,7 +291,9 @@ func parseSynthField(name, src string, ws []synthWord) (SynthField, int, error) 
 	case strings.Contains(f.Type, "long[") && size == 0:
 		f.Kind, f.Size = SynthStack, 8
 	}
-	f.Signed = !strings.HasPrefix(f.Type, "u") && f.Type != "gfp_t"
+	// The kernel decides on the type as the format writes it: a
+	// __data_loc field is signed, "unsigned long[]" too.
+	f.Signed = f.Kind == SynthDynString || f.Kind == SynthStack || !strings.HasPrefix(f.Type, "u") && f.Type != "gfp_t"
 	return f, n, nil
 }
 
@@ -388,22 +390,19 @@ func (f *SynthField) synthFmt() string {
 		return "%x"
 	}
 	switch f.Kind {
-	case SynthString, SynthDynString:
-		return "%.*s"
-	case SynthStack:
+	case SynthString, SynthDynString, SynthStack:
+		// Kernels before the 2025 fix (backported to the stable 6.1 and
+		// 6.12) wrote "%.*s" for strings, with one argument.
 		return "%s"
 	}
 	return "%llu"
 }
 
-// FormatFile returns the text of the event's format file as a 6.12
-// kernel writes it: the common fields, each field in its slot (8 bytes,
-// 256 for a static string), __data_loc for dynamic strings and
-// stacktraces, and the print fmt. Kernels before 6.3 write a static
-// string as "char NAME[N]" where later ones write "char NAME[]" (the
-// kernel no longer keeps the length of arrays it is given by type). The
-// kernel numbers its synthetic events as it creates them; id is the one
-// to write.
+// FormatFile returns the text of the event's format file as the kernel
+// writes it: the common fields, each field in its slot (8 bytes, 256 for
+// a static string, written "char NAME[]" with its size), __data_loc for
+// dynamic strings and stacktraces, and the print fmt. The kernel numbers
+// its synthetic events as it creates them; id is the one to write.
 func (d *SynthDef) FormatFile(id int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\nID: %d\nformat:\n", d.Name, id)

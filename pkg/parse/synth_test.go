@@ -41,7 +41,7 @@ func TestSynthFormat(t *testing.T) {
 		{"pid", 16, 4, true, ClassNumeric},
 		{"comm", 24, 16, true, ClassString},
 		{"path", 280, 8, true, ClassDataLoc},
-		{"stack", 288, 8, false, ClassDataLoc},
+		{"stack", 288, 8, true, ClassDataLoc},
 		{"prio", 296, 4, true, ClassNumeric},
 	}
 	for _, w := range want {
