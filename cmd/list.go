@@ -18,6 +18,7 @@ type listOptions struct {
 	Patterns []string
 	Fields   bool
 	Format   string
+	Synth    synthDefs
 }
 
 var listFormats = []string{"text", "json"}
@@ -25,7 +26,7 @@ var listFormats = []string{"text", "json"}
 func newListCmd(d *Deps, runF func(*listOptions) error) *cobra.Command {
 	o := &listOptions{}
 	c := &cobra.Command{
-		Use:   "list [-i FILE] [PATTERN...] [-F] [--format text|json]",
+		Use:   "list [-i FILE] [--synth DEF]... [PATTERN...] [-F] [--format text|json]",
 		Short: "List trace events and, with -F, their fields",
 		Long: `List the kernel's trace events as SYSTEM:EVENT, or with -i those a trace.dat
 file holds (ftrace's own events included; -i - reads the file from standard
@@ -34,6 +35,9 @@ input). PATTERN is a trace-cmd style event pattern: SYS:EVENT, SYS:*,
 any of them are listed, once each. A pattern that matches nothing exits 1
 with one line on stderr, as grep does; a bad glob is bad input (exit 2).
 With -F, print each event's fields as its format file describes them.
+--synth DEF (repeatable) defines a synthetic event for the listing, as the
+kernel's synthetic_events takes it (see gtrace synth): it joins the events
+as system synthetic, with the format the kernel would give it.
 
 --format json prints one document, {"events":[...]}, one event object a
 line: system and name, and with -F also id, print_fmt and fields, each
@@ -48,7 +52,8 @@ which are those of the kernel that recorded it.`,
   gtrace list -i trace.dat
   gtrace list -i other-box.dat 'syscalls:sys_enter_open*' -F
   gtrace list 'sched:*' 'irq:*'
-  gtrace list --format json sched:sched_switch -F | jq '.events[].fields[].name'`,
+  gtrace list --format json sched:sched_switch -F | jq '.events[].fields[].name'
+  gtrace list --synth 'wakeup_latency u64 lat; pid_t pid; int prio' -F 'synthetic:*'`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Patterns = args
 			if c.Flags().Changed("input") && o.Input == "" {
@@ -62,6 +67,7 @@ which are those of the kernel that recorded it.`,
 	}
 	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file (- reads standard input) instead of the kernel's")
 	c.Flags().BoolVarP(&o.Fields, "fields", "F", false, "print each event's fields")
+	o.Synth.register(c.Flags())
 	enumFlag(c.Flags(), &o.Format, "format", "", "text", listFormats, "format", "", "output format: text, or json (one document)")
 	return c
 }
@@ -83,6 +89,10 @@ func runList(d *Deps, o *listOptions) error {
 		}
 		c = catalog.Live(fs)
 	}
+	c, err := o.Synth.catalog(c)
+	if err != nil {
+		return err
+	}
 	patterns := o.Patterns
 	if len(patterns) == 0 {
 		patterns = []string{"*:*"}
@@ -93,7 +103,6 @@ func runList(d *Deps, o *listOptions) error {
 		return matchErr
 	}
 	w := bufio.NewWriter(d.Out)
-	var err error
 	if o.Format == "json" {
 		err = listJSON(w, c, evs, o.Fields)
 	} else {

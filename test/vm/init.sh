@@ -207,6 +207,43 @@ record_case() {
 	rm -f /tmp/k.dat /tmp/g.dat
 }
 
+# synth_case: TRIGGER "synth DEF ,, DEF ...": the definitions written to
+# synthetic_events (appended), which is then listed, then each event's
+# format file without its ID line (the kernel numbers events as it makes
+# them); through gtrace, gtrace synth DEF... and gtrace synth -F DEF...
+# the same way. The kernel's events are removed after.
+synth_case() {
+	: >/tmp/k.out
+	: >/tmp/k.err
+	echo >$T/error_log 2>/dev/null
+	echo "${trig#synth}" | sed 's/ ,, /\n/g' | while read -r d; do echo "$d"; done >/tmp/s.defs
+	krc=0
+	while read -r d; do
+		if ! echo "$d" >>$T/synthetic_events 2>>/tmp/k.err; then
+			krc=1
+			cat $T/error_log >>/tmp/k.err
+		fi
+	done </tmp/s.defs
+	cat $T/synthetic_events >>/tmp/k.out
+	for n in $(awk '{ print $1 }' $T/synthetic_events); do
+		sed '/^ID: /d' "$T/events/synthetic/$n/format" >>/tmp/k.out
+	done
+	for n in $(awk '{ print $1 }' $T/synthetic_events); do
+		echo "!$n" >>$T/synthetic_events
+	done
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+	set --
+	while read -r d; do set -- "$@" "$d"; done </tmp/s.defs
+	gtrace synth "$@" >/tmp/g.out 2>/tmp/g.err
+	grc=$?
+	gtrace synth -F "$@" 2>>/tmp/g.err | sed '/^ID: /d' >>/tmp/g.out
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
 while IFS='|' read -r name event trig ops min; do
 	name=$(trim "$name")
 	case $name in '' | '#'*) continue ;; esac
@@ -220,7 +257,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

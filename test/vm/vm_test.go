@@ -98,6 +98,13 @@ func check(t *testing.T, c *Case) {
 	if c.Gtrace.RC != 0 {
 		t.Fatalf("gtrace failed (status %d): %s", c.Gtrace.RC, c.Gtrace.Stderr)
 	}
+	if c.Kind == "synth" {
+		if c.Kernel.Stdout != c.Gtrace.Stdout {
+			t.Errorf("gtrace's synthetic_events listing and formats differ from the kernel's: %s\n--- kernel:\n%s--- gtrace:\n%s",
+				firstDiff(strings.Split(c.Gtrace.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")), c.Kernel.Stdout, c.Gtrace.Stdout)
+		}
+		return
+	}
 	if c.Kind == "record" {
 		if err := CompareRecord(c.Kernel.Stdout, c.Gtrace.Stdout); err != nil {
 			t.Errorf("trace-cmd report of gtrace's recording differs from that of trace-cmd's: %v", err)

@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/gtrace/gtrace/pkg/catalog"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// synthDefs is --synth: synthetic event definitions, each parsed as it
+// is given (a bad one is a *parse.Error with its caret), which join a
+// command's catalog as events of system synthetic. A command that takes
+// them registers the flag and calls catalog on its catalog.
+type synthDefs struct {
+	name string // what errors call the definitions; "" is "--synth"
+	defs []*parse.SynthDef
+}
+
+// register defines --synth on f.
+func (s *synthDefs) register(f *pflag.FlagSet) {
+	f.Var(s, "synth", "define a synthetic event, as the kernel's synthetic_events takes it: 'NAME TYPE FIELD[; TYPE FIELD]...' (repeatable)")
+}
+
+// catalog returns c with the synthetic events added; a name defined twice
+// or already an event of c's system synthetic is an error on it.
+func (s *synthDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
+	return catalog.WithSynth(c, s.defs, s.what())
+}
+
+// what names the definitions in errors.
+func (s *synthDefs) what() string {
+	if s.name == "" {
+		return "--synth"
+	}
+	return s.name
+}
+
+func (s *synthDefs) Set(v string) error {
+	d, err := parse.ParseSynth(s.what(), v)
+	if err != nil {
+		return err
+	}
+	s.defs = append(s.defs, d)
+	return nil
+}
+
+// String is "" for help: the definitions are not a default.
+func (s *synthDefs) String() string { return "" }
+func (s *synthDefs) Type() string   { return "DEF" }
