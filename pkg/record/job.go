@@ -53,10 +53,15 @@ func (j *Job) Attach() error {
 }
 
 // Attached says what the job records, for the run's attach line:
-// "recording 3 events (5 programs) to trace.dat".
+// "recording 3 events (5 programs) to trace.dat", and what its hist
+// triggers count.
 func (j *Job) Attached() string {
 	events, progs := j.sess.Attached()
-	return fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
+	s := fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
+	if h := j.sess.HistsAttached(); h != "" {
+		s += ", " + h
+	}
+	return s
 }
 
 // Status is the run's status line: events per second since the last
