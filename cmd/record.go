@@ -52,8 +52,12 @@ own ring buffer stays free for other tools, and filters run in BPF.
 SYS. -f FILTER applies to the -e right before it, and to every event that
 -e names. -R TRIGGER (repeatable) puts a trigger on those events, as
 trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT,
-disable_event:SYS:EVENT and stacktrace, with :N and if FILTER, run in BPF;
+disable_event:SYS:EVENT, stacktrace, enable_hist:SYS:EVENT and
+disable_hist:SYS:EVENT, with :N and if FILTER, and hist:..., run in BPF;
 !TRIGGER removes an earlier one. --start-off starts with tracing off. A
+hist trigger counts the event alongside the recording, whether tracing
+is on or off, and is printed on stdout at the end as gtrace hist prints
+it (docs/hist.md, "Hist triggers on a recording"). A
 stacktrace writes the kernel stack after the event (trace-cmd report's
 <stack trace > block) on each firing, which its own if decides, not -f;
 --user-stack adds the user stack. The filter language is the kernel's (== != < <= > >= & ~ on
@@ -128,6 +132,9 @@ fork and free events keep the set in a map of 65536 entries. Without
 
   # the kernel and user stacks of the first 3 writes of 4096 bytes or more
   gtrace record -e syscalls:sys_enter_write -R 'stacktrace:3 if count >= 4096' --user-stack -- ./app
+
+  # record the getppid calls of ./app, and print a hist of them per process at the end
+  gtrace record -e syscalls:sys_enter_getppid -R 'hist:keys=common_pid.execname' -- ./app
 
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,

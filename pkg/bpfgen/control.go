@@ -12,8 +12,8 @@ package bpfgen
 //	word 2+E+H+2t     trigger t's count left (signed; <= 0: spent), when it has a count
 //	word 2+E+H+2t+1   how many times trigger t has fired (changed a state)
 //
-// E is the number of events of the session, H the number of its hists (0
-// for a recording), triggers are numbered in the order of the events and,
+// E is the number of events of the session, H the number of its hists
+// (a recording's: its hist triggers), triggers are numbered in the order of the events and,
 // within an event, in the order of its triggers.
 // Every record program of such a session runs its record action only when
 // words 1 and 2+e are zero and its event's filter passes (GatedAction),
