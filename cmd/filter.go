@@ -63,7 +63,9 @@ printed in place, as trace-cmd report prints them: CPU:N [N EVENTS
 DROPPED].
 
 --format ndjson prints one JSON object a line (gtrace report's NDJSON),
-flushed as events come. -o FILE also writes the events into a trace.dat
+flushed as events come. The hists of -R 'hist:...' triggers print after
+the events end: as gtrace hist prints them, or with ndjson one line each,
+gtrace hist's JSON object. -o FILE also writes the events into a trace.dat
 file, as gtrace record does. --check only reads the events' formats: it
 prints each selected event with its filter in normal form, and exits 0, or
 2 with the error; it loads nothing.
@@ -89,6 +91,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
 
   # each openat of /etc/passwd with the kernel stack it came through
   gtrace filter -e syscalls:sys_enter_openat -R 'stacktrace if filename.ustring == "/etc/passwd"'
+
+  # the writes of ./app, then a hist of their sizes (a hist trigger, printed at the end)
+  gtrace filter -e syscalls:sys_enter_write -R 'hist:keys=count.log2' -- ./app
 
   # check a filter against the event's format, load nothing
   gtrace filter -e sched:sched_switch 'prev_comm ~ "kworker/*" && prev_state & 2' --check`,
@@ -171,7 +176,8 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
+		HistOut: d.Out, HistFormat: o.Format})
 	if err != nil {
 		return err
 	}

@@ -53,9 +53,13 @@ own ring buffer stays free for other tools, and filters run in BPF.
 SYS. -f FILTER applies to the -e right before it, and to every event that
 -e names. -R TRIGGER (repeatable) puts a trigger on those events, as
 trace-cmd's -R: traceon, traceoff, enable_event:SYS:EVENT,
-disable_event:SYS:EVENT, stacktrace and snapshot, with :N and if FILTER,
-run in BPF;
+disable_event:SYS:EVENT, stacktrace, snapshot, enable_hist:SYS:EVENT
+and disable_hist:SYS:EVENT, with :N and if FILTER, and hist:..., run in
+BPF;
 !TRIGGER removes an earlier one. --start-off starts with tracing off. A
+hist trigger counts the event alongside the recording, whether tracing
+is on or off, and is printed on stdout at the end as gtrace hist prints
+it (docs/hist.md, "Hist triggers on a recording"). A
 stacktrace writes the kernel stack after the event (trace-cmd report's
 <stack trace > block) on each firing, which its own if decides, not -f;
 --user-stack adds the user stack. A snapshot writes, on each firing,
@@ -138,6 +142,8 @@ fork and free events keep the set in a map of 65536 entries. Without
   # a flight recorder: the last 1 MiB of each CPU's context switches, written
   # to trace.dat at Ctrl-C, and to trace.snapshot-1.dat when a task segfaults
   gtrace record --snapshot -b 1024 -e sched:sched_switch -e signal:signal_deliver -R 'snapshot:1 if sig == 11'
+  # record the getppid calls of ./app, and print a hist of them per process at the end
+  gtrace record -e syscalls:sys_enter_getppid -R 'hist:keys=common_pid.execname' -- ./app
 
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
@@ -197,7 +203,8 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack, Snapshots: true})
+	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
+		Snapshots: true, HistOut: d.Out, HistFormat: "text"})
 	if err != nil {
 		return err
 	}

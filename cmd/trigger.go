@@ -25,8 +25,12 @@ func newTriggerCmd(d *Deps, runF func(*filterOptions, bool) error) *cobra.Comman
 would, and run them in BPF: each TRIGGER argument goes with the -e before
 it, in order, so that '!TRIGGER' removes an earlier one (see
 docs/triggers.md for the language). gtrace runs traceon, traceoff,
-enable_event:SYS:EVENT, disable_event:SYS:EVENT and stacktrace, each with
-:N and if FILTER. A stacktrace prints the kernel stack of its firing after
+enable_event:SYS:EVENT, disable_event:SYS:EVENT, stacktrace,
+enable_hist:SYS:EVENT and disable_hist:SYS:EVENT, each with :N and if
+FILTER, and hist:... A hist counts its event whether tracing is on or off
+(the kernel's rule) and is printed after the events end, as gtrace hist
+prints it; enable_hist and disable_hist continue and pause the hists of
+their target, which must have one. A stacktrace prints the kernel stack of its firing after
 the event, as trace-cmd report prints it (and the user stack with
 --user-stack); its own if decides when it fires, not -f.
 
@@ -59,6 +63,9 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 
   # the kernel stacks of the writes of 100 bytes or more, at most 5
   gtrace trigger -e syscalls:sys_enter_write 'stacktrace:5 if count >= 100' -- ./app
+
+  # the writes of ./app up to the one of 5 bytes, and a hist of all of them by size
+  gtrace trigger -e syscalls:sys_enter_write 'traceoff if count == 5' 'hist:keys=count' -- ./app
 
   # what the trigger file would hold, loading nothing
   gtrace trigger --list -e sched:sched_switch 'traceoff:2 if prev_pid == 1' traceon '!traceoff'`,

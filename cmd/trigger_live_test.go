@@ -23,6 +23,14 @@ func triggerEvents(t *testing.T, args ...string) []int {
 	if _, errOut, code := run(t, args...); code != 0 {
 		t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 	}
+	return fileEvents(t, file)
+}
+
+// fileEvents returns what a recording of the "write-getppid" workload
+// holds in order: the size of each write to fd 100, and 0 for each
+// getppid.
+func fileEvents(t *testing.T, file string) []int {
+	t.Helper()
 	var got []int
 	write := regexp.MustCompile(`sys_enter_write: +fd: 0x0*64, buf: 0x[0-9a-f]+, count: (0x[0-9a-f]+)`)
 	for _, line := range strings.Split(traceCmdReport(t, file), "\n") {

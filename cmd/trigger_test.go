@@ -78,8 +78,18 @@ func TestTriggerBadInput(t *testing.T) {
 			"^gtrace: -R:1:1: the snapshot trigger writes trace.dat files: it runs on gtrace record\n", true},
 		{[]string{"hist", "--dry-run", "-e", "sched:sched_switch", "-k", "prev_pid", "-R", "snapshot"}, 2,
 			"^gtrace: -R:1:1: a snapshot trigger writes the records kept up to it, and a hist keeps none\n  snapshot\n  \\^~~~~~~~\n  hint: record the events with gtrace record -R 'snapshot': it writes FILE.snapshot-N.dat at each firing\n$", true},
-		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "enable_hist:sched:sched_waking"}, 2, `not implemented by gtrace: the enable_hist trigger`, true},
-		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid"}, 2, `-R:1:1: not implemented by gtrace: a hist trigger on a recording\n.*\n  \^~~~\n  hint: count the event with gtrace hist`, true},
+		{[]string{"trigger", "--dry-run", "-e", "sched:sched_switch", "enable_hist:sched:sched_waking"}, 2,
+			"^gtrace: -R:1:13: sched:sched_waking has no hist here\n  enable_hist:sched:sched_waking\n              \\^~~~~~~~~~~~~~~~~~\n" +
+				"  hint: enable_hist continues or pauses the hists of a hist trigger: give sched:sched_waking one, -e sched:sched_waking -R 'hist:keys=...'\n$", true},
+		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "hist:keys=prev_pid", "-R", "disable_hist:sched:sched_switch", "-R", "disable_hist:sched:sched_waking:2"}, 2,
+			"^gtrace: -R:1:14: sched:sched_waking has no hist here\n", true},
+		{[]string{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "hist:keys=prev_pd"}, 2,
+			"^gtrace: -R:1:11: unknown field \"prev_pd\" in sched:sched_switch\n  hist:keys=prev_pd\n            \\^~~~~~~\n  hint: did you mean \"prev_pid\"\\?\n$", true},
+		{[]string{"filter", "--dry-run", "-e", "sched:sched_switch", "-R", "hist:keys=prev_pid", "-R", "hist:keys=prev_pid:size=4096"}, 2,
+			"^gtrace: -R:1:1: Hist trigger already exists: hist:keys=prev_pid:vals=hitcount:sort=hitcount:size=2048\n  hist:keys=prev_pid:size=4096\n  \\^~~~", true},
+		{[]string{"trigger", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid:clock=local:vals=common_timestamp"}, 2,
+			"^gtrace: -R:1:20: clock \"local\" cannot be read from BPF\n", true},
+		{[]string{"trigger", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid if next_pd == 1"}, 2, "^gtrace: -R:1:23: Field not found: \"next_pd\" in sched:sched_switch\n  hist:keys=prev_pid if next_pd == 1\n                        \\^~~~~~~\n", true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceoff", "traceoff:3"}, 2,
 			"-R:1:1: File exists: the event already has a trigger traceoff:unlimited\n  traceoff:3\n  \\^~~~~~~~\n", true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "!traceon"}, 2, `-R:1:1: no trigger to remove: the event has no traceon`, true},
@@ -102,5 +112,30 @@ func TestTriggerBadInput(t *testing.T) {
 			d, _, errb := fakeDeps(t)
 			checkBadInput(t, d, errb, tc)
 		})
+	}
+}
+
+// TestRecordHistTriggerDryRun checks what record --dry-run says of a
+// hist trigger: a paused word per hist in the control map, then each
+// hist's plan and program, [paused] with :pause; trigger's too.
+func TestRecordHistTriggerDryRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"record", "--dry-run", "-e", "sched:sched_switch", "-R", "hist:keys=prev_pid:pause", "-R", "enable_hist:sched:sched_switch if next_pid == 1"},
+		{"trigger", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid:pause", "enable_hist:sched:sched_switch if next_pid == 1"},
+	} {
+		d, out, errb := fakeDeps(t)
+		if code := runDeps(d, args...); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", args[0], code, errb)
+		}
+		for _, want := range []string{
+			"#   trigger enable_hist:sched:sched_switch:unlimited if next_pid == 1\n",
+			"# control map off: 6 words (off, tracing off, a soft-disable word per event, a paused word per hist, a count and a fires word per trigger)\n",
+			"# 1 hist trigger, counted whether tracing is on or off, printed at the end:\n" +
+				"# trigger info: hist:keys=prev_pid:vals=hitcount:sort=hitcount:size=2048 [paused]\nevent sched:sched_switch, size 2048\n",
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s --dry-run output lacks %q:\n%s", args[0], want, out)
+			}
+		}
 	}
 }

@@ -12,8 +12,8 @@ package bpfgen
 //	word 2+E+H+2t     trigger t's count left (signed; <= 0: spent), when it has a count
 //	word 2+E+H+2t+1   how many times trigger t has fired (changed a state)
 //
-// E is the number of events of the session, H the number of its hists (0
-// for a recording), triggers are numbered in the order of the events and,
+// E is the number of events of the session, H the number of its hists
+// (a recording's: its hist triggers), triggers are numbered in the order of the events and,
 // within an event, in the order of its triggers.
 // Every record program of such a session runs its record action only when
 // words 1 and 2+e are zero and its event's filter passes (GatedAction),
@@ -130,13 +130,15 @@ func SessionControl(triggers [][]RecordTrigger, soft, paused []bool, startOff bo
 // actions returns the actions of event e's program in a session with a
 // control map m: the event's triggers trs (numbered from first) that turn
 // something on (traceon, enable_event, enable_hist), then inner, gated on
-// tracing on, the event's soft-disable word, the paused words of hists
-// and filter, then the triggers that turn something off (traceoff,
+// the word tracing (ControlTracingOff; ControlOff for a hist of a
+// recording, which counts whether tracing is on or off), the event's
+// soft-disable word, the paused words of hists and filter, then the
+// triggers that turn something off (traceoff,
 // disable_event, disable_hist). So the event that fires a trigger is in
 // the window it opens or closes, recorded either way, as the kernel
 // records it when the event has a filter (its buffered event is written
 // after the triggers ran).
-func (c *Control) actions(m *ebpf.MapSpec, e int, hists []int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
+func (c *Control) actions(m *ebpf.MapSpec, tracing, e int, hists []int, trs []RecordTrigger, first int, filter *parse.BoundFilter, inner Action) []Action {
 	var on, off []Action
 	for i, tr := range trs {
 		t := first + i
@@ -173,7 +175,7 @@ func (c *Control) actions(m *ebpf.MapSpec, e int, hists []int, trs []RecordTrigg
 			on = append(on, a)
 		}
 	}
-	words := []int{ControlTracingOff, c.SoftWord(e)}
+	words := []int{tracing, c.SoftWord(e)}
 	for _, h := range hists {
 		words = append(words, c.PausedWord(h))
 	}

@@ -265,3 +265,40 @@ func TestControlHistSwitch(t *testing.T) {
 		t.Errorf("want enable_hist, the gate with paused word 4, then disable_hist (at %d, %d, %d):\n%s", e, g, d, got)
 	}
 }
+
+// TestControlRecordingHist checks the gate of a recording's hist: the
+// off switch (word 0), not tracing (word 1), then its event's
+// soft-disable word and its paused word; a recording's hist runs no
+// triggers. The recording's control map has its hists' paused words.
+func TestControlRecordingHist(t *testing.T) {
+	f := testutil.Format(t, "raw_syscalls:sys_enter")
+	rec, err := Record(&RecordSpec{Events: []RecordEvent{{Format: f}}, CPUs: 2, RingSize: 1 << 20, MaxRecord: 4064, Hists: []bool{false, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, m := rec.Control, rec.Collection.Maps[SwitchMapName]
+	if ctl == nil || ctl.Hists != 2 || ctl.Words() != 5 {
+		t.Fatalf("control %+v, want 2 hists and 5 words", ctl)
+	}
+	if v := m.Contents[0].Value.([]byte); binary.LittleEndian.Uint64(v[8*ctl.PausedWord(1):]) != 1 {
+		t.Errorf("hist 1 does not start paused: %v", v)
+	}
+	spec := &HistSpec{
+		HistLayout: HistLayout{Keys: []KeySlot{{Src: SrcPID, Size: 8}}, KeySize: 8, ValueSize: 8, CommOff: -1, MaxEntries: 2048},
+		Event:      f,
+		Control:    &HistControl{Map: m, Layout: ctl, Event: 0, Hist: 1, Recording: true},
+	}
+	p, err := Hist(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := noLabels(lines(p.Collection.Programs[HistProgName].Instructions))
+	gate := "LdXMemDW dst: r1 src: r0 off: 0 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\nLdXMemDW dst: r1 src: r0 off: 16 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\nLdXMemDW dst: r1 src: r0 off: 32 imm: 0\nJNEImm dst: r1 off: -1 imm: 0\n"
+	if !strings.Contains(got, gate) || strings.Contains(got, "src: r0 off: 8 imm: 0") {
+		t.Errorf("want the gate on words 0, 2 and 4, not on tracing (word 1):\n%s", got)
+	}
+	spec.Control.Triggers = []RecordTrigger{{Cmd: parse.TrigTraceOff, Count: -1}}
+	if _, err := Hist(spec); err == nil {
+		t.Errorf("a recording's hist with a trigger of its own was taken")
+	}
+}

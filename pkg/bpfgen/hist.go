@@ -108,6 +108,12 @@ type HistControl struct {
 	Hist     int             // the hist in the session: its paused word
 	Triggers []RecordTrigger // the triggers this hist's program runs
 	First    int             // the session's number of the first of Triggers
+	// Recording: the hist is a hist trigger of a recording, which
+	// counts whether tracing is on or off, as the kernel's hist
+	// triggers do not look at tracing_on, and stops with the
+	// recording's off switch (ControlOff). Its triggers are the
+	// recording's: it has none of its own.
+	Recording bool
 }
 
 // HistTracepoint returns the raw tracepoint that Hist puts the program of
@@ -194,7 +200,14 @@ func Hist(s *HistSpec) (*Program, error) {
 		} else {
 			p.Filter = nil
 		}
-		p.Actions = hc.Layout.actions(hc.Map, hc.Event, []int{hc.Hist}, hc.Triggers, hc.First, filter, p.Actions[0])
+		tracing := ControlTracingOff
+		if hc.Recording {
+			if len(hc.Triggers) > 0 {
+				return nil, fmt.Errorf("hist: a hist of a recording runs no triggers: the recording's programs do")
+			}
+			tracing = ControlOff
+		}
+		p.Actions = hc.Layout.actions(hc.Map, tracing, hc.Event, []int{hc.Hist}, hc.Triggers, hc.First, filter, p.Actions[0])
 	}
 	if err := c.Add(p); err != nil {
 		return nil, err

@@ -245,6 +245,12 @@ type RecordSpec struct {
 	Control bool
 	// StartOff starts a recording with a control map with tracing off.
 	StartOff bool
+	// Hists are the hists of the recording's hist triggers, each with a
+	// paused word in the control map, true where the hist starts paused
+	// (:pause): programs of their own (Hist, HistControl.Recording)
+	// count them, sharing the control map, which they give the
+	// recording.
+	Hists []bool
 }
 
 // gate returns the gate of the spec's programs, without the switch.
@@ -318,14 +324,14 @@ func Record(s *RecordSpec) (*Program, error) {
 		SwitchMap(SwitchMapName),
 	}
 	var ctl *Control
-	if s.Control || s.posts() {
+	if s.Control || s.posts() || len(s.Hists) > 0 {
 		var err error
 		triggers := make([][]RecordTrigger, len(s.Events))
 		soft := make([]bool, len(s.Events))
 		for i, ev := range s.Events {
 			triggers[i], soft[i] = ev.Triggers, ev.SoftDisabled
 		}
-		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, nil, s.StartOff); err != nil {
+		if ctl, shared[len(shared)-1], err = SessionControl(triggers, soft, s.Hists, s.StartOff); err != nil {
 			return nil, err
 		}
 	}
@@ -409,7 +415,7 @@ func Record(s *RecordSpec) (*Program, error) {
 				p.Filter = nil
 			}
 			m := shared[len(shared)-1]
-			p.Actions = ctl.actions(m, i, nil, ev.Triggers, first, filter, p.Actions[0])
+			p.Actions = ctl.actions(m, ControlTracingOff, i, nil, ev.Triggers, first, filter, p.Actions[0])
 			if stack != nil {
 				// The stacktrace trigger fires on the events that pass
 				// its own filter, recorded or not, but not while its

@@ -42,7 +42,7 @@ func build(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		p.Layout.Clock = c
 	}
 	if spec.Filter != nil {
-		bf, err := parse.BindFilter("hist", spec.Src, spec.Filter, f)
+		bf, err := parse.BindFilter(spec.SrcName(), spec.Src, spec.Filter, f)
 		if err != nil {
 			return nil, spec.Locate(err)
 		}
@@ -55,13 +55,15 @@ func build(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 }
 
 // Write prints tables in one of the output formats: text (the kernel's hist
-// file), json, csv or table.
+// file), json, ndjson (a JSON object a line), csv or table.
 func Write(w io.Writer, format string, tables []*Table, triggerInfo []string, r Resolver) error {
 	switch format {
 	case "text", "":
 		return WriteText(w, tables, triggerInfo, r)
 	case "json":
 		return WriteJSON(w, tables, triggerInfo, r)
+	case "ndjson":
+		return WriteNDJSON(w, tables, triggerInfo, r)
 	case "csv":
 		return WriteCSV(w, tables, triggerInfo, r)
 	case "table":
@@ -155,6 +157,9 @@ type LiveJob struct {
 	stopSee  chan struct{}
 	seeDone  chan struct{}
 	triggers [][]string // each hist's -R triggers, as the trigger file lists them
+	// control, for the hists of a recording, is the loaded recording
+	// whose control map they share (AttachTo).
+	control *probe.Objects
 }
 
 // seeEvery is how often the tables of user stack keys are scanned for
@@ -165,6 +170,34 @@ const seeEvery = 20 * time.Millisecond
 // NewLive resolves the hist against each event's format in fs, binds its
 // filter and generates the programs: everything short of loading them.
 func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
+	ctls, listings, err := sessionControl(fs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newLive(fs, cfg, ctls, listings)
+}
+
+// NewRecordingHists returns the hists of a recording's hist triggers: each
+// of cfg.Hists on its event, ctls[i] hist i's part of the recording's
+// control map (bpfgen.HistControl.Recording). They have no -R of their
+// own (the recording's programs run its triggers) and no --start-off
+// (they do not look at tracing). AttachTo loads them into the loaded
+// recording's control map; Stop prints them to cfg.Out.
+func NewRecordingHists(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl) (*LiveJob, error) {
+	if len(ctls) != len(cfg.Hists) || cfg.StartOff {
+		return nil, fmt.Errorf("hists of a recording: %d hists, %d parts of the control map, start off %v", len(cfg.Hists), len(ctls), cfg.StartOff)
+	}
+	for i, h := range cfg.Hists {
+		if len(h.Triggers) > 0 || ctls[i] == nil || !ctls[i].Recording {
+			return nil, fmt.Errorf("hist %d of a recording: its triggers are the recording's", i+1)
+		}
+	}
+	return newLive(fs, cfg, ctls, nil)
+}
+
+// newLive is NewLive with the hists' parts of the session's control map
+// (nil: none) and the trigger files' listings of each hist's -R.
+func newLive(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl, listings [][]string) (*LiveJob, error) {
 	pids := make([]uint32, len(cfg.PIDs))
 	for i, p := range cfg.PIDs {
 		pids[i] = uint32(p)
@@ -178,10 +211,7 @@ func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		}
 		j.follow, pids = pids, nil
 	}
-	ctls, listings, err := sessionControl(fs, cfg)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	var plans []*Plan
 	var formats []*parse.Format
 	for _, h := range cfg.Hists {
@@ -291,7 +321,11 @@ func (j *LiveJob) Attach() error {
 		if o := j.owner[i]; o != i {
 			owner = j.lives[o]
 		}
-		if c.Layout.Control != nil && len(j.lives) > 0 {
+		switch {
+		case c.Layout.Control == nil:
+		case j.control != nil:
+			c.share = j.control // the recording's control map
+		case len(j.lives) > 0:
 			c.share = j.lives[0].objs // one control map for the session
 		}
 		l, err := start(c, j.follow, owner)
@@ -312,6 +346,16 @@ func (j *LiveJob) Attach() error {
 		go j.seeUsers(users)
 	}
 	return nil
+}
+
+// AttachTo loads and attaches the hists of a recording
+// (NewRecordingHists), sharing the control map of its loaded objects.
+func (j *LiveJob) AttachTo(recording *probe.Objects) error {
+	if recording == nil {
+		return fmt.Errorf("hists of a recording: the recording is not loaded")
+	}
+	j.control = recording
+	return j.Attach()
 }
 
 // seeUsers reads the mappings of the processes of user stacks as they
@@ -370,6 +414,10 @@ func (j *LiveJob) Stop() error {
 	defer j.close()
 	return j.print(false)
 }
+
+// Close detaches and unloads the programs without printing: a session
+// that failed to start.
+func (j *LiveJob) Close() { j.close() }
 
 func (j *LiveJob) close() {
 	if j.stopSee != nil {

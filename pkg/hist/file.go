@@ -268,7 +268,7 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	}
 	r := &fileRun{plan: p, id: uint16(fm.ID), cmdlines: cmdlines}
 	if spec.Filter != nil {
-		if r.filter, err = parse.BindFilter("hist", spec.Src, spec.Filter, fm); err != nil {
+		if r.filter, err = parse.BindFilter(spec.SrcName(), spec.Src, spec.Filter, fm); err != nil {
 			return nil, spec.Locate(err)
 		}
 		if err = r.filter.ResolveFunctions(funcs); err != nil {

@@ -103,6 +103,22 @@ func WriteJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) e
 	return nil
 }
 
+// WriteNDJSON writes tables as WriteJSON's objects, one a line: the hists
+// that end a stream of NDJSON events (gtrace filter --format ndjson).
+func WriteNDJSON(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) error {
+	if len(triggerInfo) != len(tables) {
+		return fmt.Errorf("write hist ndjson: %d tables but %d trigger descriptions", len(tables), len(triggerInfo))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i, t := range tables {
+		if err := enc.Encode(jsonTableOf(t, triggerInfo[i], r)); err != nil {
+			return fmt.Errorf("write hist ndjson: %w", err)
+		}
+	}
+	return nil
+}
+
 func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 	p := t.Plan
 	cols := valueColumns(p)

@@ -97,3 +97,39 @@ func TestWriteJSONSchema(t *testing.T) {
 		t.Errorf("WriteJSON(empty) = %v,\n%s\nwant \"entries\": []", err, b.String())
 	}
 }
+
+// TestWriteNDJSON checks that each line of the NDJSON form is the JSON
+// form's object of one table, in order.
+func TestWriteNDJSON(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			var nd, js bytes.Buffer
+			if err := WriteNDJSON(&nd, c.tables, c.trigger, c.r); err != nil {
+				t.Fatalf("WriteNDJSON() = %v", err)
+			}
+			if err := WriteJSON(&js, c.tables, c.trigger, c.r); err != nil {
+				t.Fatalf("WriteJSON() = %v", err)
+			}
+			var want []json.RawMessage
+			if err := json.Unmarshal(js.Bytes(), &want); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(nd.String(), "\n"), "\n")
+			if len(lines) != len(want) {
+				t.Fatalf("%d lines for %d tables:\n%s", len(lines), len(want), nd.String())
+			}
+			for i, l := range lines {
+				var a, b any
+				if err := json.Unmarshal([]byte(l), &a); err != nil {
+					t.Fatalf("line %d: %v\n%s", i+1, err, l)
+				}
+				if err := json.Unmarshal(want[i], &b); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(a, b) {
+					t.Errorf("line %d:\n%s\nwant the JSON form's\n%s", i+1, l, want[i])
+				}
+			}
+		})
+	}
+}

@@ -120,6 +120,10 @@ func (s *HistSpec) Errorf(off, end int, format string, args ...any) *Error {
 	return locate(s.segs, Errorf(s.srcName, s.Src, off, end, format, args...))
 }
 
+// SrcName is what Src is called in errors: "hist", or "-R" for the hist
+// of a trigger.
+func (s *HistSpec) SrcName() string { return s.srcName }
+
 // Locate places an *Error on Src (from a later check, such as binding the
 // filter) on the flag its bytes came from; other errors pass unchanged.
 func (s *HistSpec) Locate(err error) error {

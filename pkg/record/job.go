@@ -81,7 +81,8 @@ func (j *Job) Attach() error {
 }
 
 // Attached says what the job records, for the run's attach line:
-// "recording 3 events (5 programs) to trace.dat".
+// "recording 3 events (5 programs) to trace.dat", and what its hist
+// triggers count.
 func (j *Job) Attached() string {
 	events, progs := j.sess.Attached()
 	s := fmt.Sprintf("recording %s (%s) to %s", plural(events, "event"), plural(progs, "program"), j.o.Output)
@@ -91,6 +92,9 @@ func (j *Job) Attached() string {
 	}
 	if j.plan.Snapshots {
 		s += ", snapshots to " + SnapshotBase(j.o.Output) + ".snapshot-N.dat"
+	}
+	if h := j.sess.HistsAttached(); h != "" {
+		s += ", " + h
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
@@ -76,6 +77,11 @@ type Options struct {
 	// that keeps the last records of each CPU (Flight); without it a
 	// snapshot trigger is refused.
 	Snapshots bool
+	// HistOut is where the hists of the hist triggers print when the
+	// session stops, in HistFormat (hist.Write's formats; "": text).
+	// A plan with hist triggers needs it.
+	HistOut    io.Writer
+	HistFormat string
 }
 
 // Event is one event that a plan records.
@@ -132,6 +138,10 @@ type Plan struct {
 	// marks of the firings with them) into a Flight.
 	Snapshots bool
 	startOff  bool // tracing starts off (Options.StartOff)
+	// hists are the hist triggers, counted by the programs of
+	// histJob in the recording's control map.
+	hists   []planHist
+	histJob *hist.LiveJob
 }
 
 func startOff(off bool) string {
@@ -255,6 +265,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		StartOff:    o.StartOff,
 		Control:     o.StartOff,
 	}
+	for _, h := range p.hists {
+		spec.Hists = append(spec.Hists, h.spec.Pause)
+	}
 	if !o.Classic {
 		spec.Shared = true
 		if needDirect(p.Events) {
@@ -290,7 +303,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	}
 	for i, ev := range p.Events {
 		re := bpfgen.RecordEvent{Format: ev.Format, Filter: ev.Filter, Stack: stacks[i], Snapshot: snaps[i], SoftDisabled: ev.SoftDisabled}
-		if re.Triggers, err = recordTriggers(ev, p.Events); err != nil {
+		if re.Triggers, err = recordTriggers(ev, p.Events, p.hists); err != nil {
 			return nil, err
 		}
 		spec.Control = spec.Control || len(re.Triggers) > 0
@@ -309,7 +322,35 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if len(p.hists) > 0 {
+		if p.histJob, err = p.histTriggers(fs, o); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// histTriggers returns the hists of the plan's hist triggers, each in its
+// part of the recording's control map: counted by programs of their own,
+// loaded with the recording's and sharing its control map, of the same
+// processes as the recording (-P, --follow) but on every CPU (the
+// kernel's hist triggers count where its ring buffer records nothing).
+func (p *Plan) histTriggers(fs *tracefs.FS, o *Options) (*hist.LiveJob, error) {
+	if o.HistOut == nil {
+		return nil, fmt.Errorf("a recording with hist triggers needs somewhere to print them")
+	}
+	cfg := hist.LiveConfig{Format: o.HistFormat, Out: o.HistOut, Follow: o.Follow}
+	if !o.Follow {
+		// With --follow, Start gives the hists the processes followed.
+		cfg.PIDs = o.PIDs
+	}
+	m := p.Program.Collection.Maps[bpfgen.SwitchMapName]
+	var ctls []*bpfgen.HistControl
+	for h, ph := range p.hists {
+		cfg.Hists = append(cfg.Hists, hist.EventHist{Event: p.Events[ph.event].Format.FullName(), Spec: ph.spec})
+		ctls = append(ctls, &bpfgen.HistControl{Map: m, Layout: p.Program.Control, Event: ph.event, Hist: h, Recording: true})
+	}
+	return hist.NewRecordingHists(fs, cfg, ctls)
 }
 
 // checkOnline returns a *parse.Error, its caret on the item of list that
@@ -426,7 +467,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 	}
 	if p.Program.Control != nil {
-		fmt.Fprintf(&b, "# control map %s: %d words (off, tracing off, a soft-disable word per event, a count and a fires word per trigger)%s\n",
+		fmt.Fprintf(&b, "# control map %s: %d words (off, tracing off, a soft-disable word per event, a paused word per hist, a count and a fires word per trigger)%s\n",
 			bpfgen.SwitchMapName, p.Program.Control.Words(), startOff(p.startOff))
 	}
 	fmt.Fprintf(&b, "# rings: %d KiB on each of CPUs %s; clock %s; pages of %d bytes\n",
@@ -445,8 +486,11 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, "%s (%s, %d instructions):\n%v", name, ps.Type, len(ps.Instructions), ps.Instructions)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil || p.histJob == nil {
+		return err
+	}
+	fmt.Fprintf(w, "# %s, counted whether tracing is on or off, printed at the end:\n", plural(len(p.hists), "hist trigger"))
+	return p.histJob.Describe(w)
 }
 
 // followLine is --dry-run's line about --follow.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/probe"
 )
 
@@ -117,6 +118,7 @@ type Session struct {
 	progs   int // programs loaded
 	comms   *Comms
 	control *bpfgen.Control // the control map's layout; nil: none
+	hists   *hist.LiveJob   // the hist triggers' hists; nil: none
 
 	stop     chan struct{} // closed by Stop: readers drain and end
 	wg       sync.WaitGroup
@@ -154,6 +156,17 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		if err = s.objs.Follow(p.FollowPIDs); err != nil {
 			return nil, err
 		}
+	}
+	if p.histJob != nil {
+		// The hists count from before the events are recorded: a
+		// hist trigger sees its event whether it is recorded or not.
+		for _, pid := range p.FollowPIDs {
+			p.histJob.Follow(int(pid))
+		}
+		if err = p.histJob.AttachTo(s.objs); err != nil {
+			return nil, err
+		}
+		s.hists = p.histJob
 	}
 	s.comms.set(s.objs)
 	if p.Snapshots {
@@ -279,12 +292,34 @@ func (s *Session) Stop() (*Stats, error) {
 		err = errors.Join(s.err, err)
 	}
 	names := cmdlines(s.readers, known)
+	hists := s.hists // printed after the output is complete
+	s.hists = nil
 	s.release()
 	if err != nil {
 		s.out.Abort()
-		return st, err
+		return st, errors.Join(err, stopHists(hists))
 	}
-	return st, s.out.Finish(st, names)
+	err = s.out.Finish(st, names)
+	return st, errors.Join(err, stopHists(hists))
+}
+
+// stopHists prints the hists of the hist triggers, which the off switch
+// has stopped, and detaches their programs; h nil: none.
+func stopHists(h *hist.LiveJob) error {
+	if h == nil {
+		return nil
+	}
+	return h.Stop()
+}
+
+// HistsAttached says what the hist triggers count, for the run's attach
+// line ("counting a hist of sched:sched_switch (1 program)"); "" without
+// hist triggers.
+func (s *Session) HistsAttached() string {
+	if s.hists == nil {
+		return ""
+	}
+	return s.hists.Attached()
 }
 
 // batchSamples returns the samples of a batch map value.
@@ -355,6 +390,10 @@ func (s *Session) release() {
 		s.snaps = nil
 	}
 	s.restore()
+	if s.hists != nil {
+		s.hists.Close()
+		s.hists = nil
+	}
 	s.comms.set(nil)
 	if s.objs != nil {
 		s.objs.Close()

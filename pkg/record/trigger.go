@@ -73,33 +73,63 @@ func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 // caret on the command word and what to use instead.
 func supported(t *parse.Trigger) error {
 	switch t.Cmd {
-	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace, parse.TrigSnapshot:
+	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace, parse.TrigSnapshot,
+		parse.TrigHist, parse.TrigEnableHist, parse.TrigDisableHist:
 		return nil
-	case parse.TrigHist:
-		return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: a hist trigger on a recording").
-			WithHint("count the event with gtrace hist -e EVENT -k KEYS, or record it and run gtrace hist -i FILE")
 	}
 	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
 		WithHint("the kernel runs it: trace-cmd record -e EVENT -R '%s'", strings.TrimPrefix(t.String(), "!"))
+}
+
+// planHist is a hist trigger of the plan: the hist of an event, counted
+// alongside the recording.
+type planHist struct {
+	event int // the event's index in Plan.Events
+	spec  *parse.HistSpec
 }
 
 // bindTriggers resolves the -R triggers of o against the plan's events:
 // it binds each trigger's filter to its event and adds the target of an
 // enable_event or disable_event that no -e names to the plan, soft
 // disabled, so that it is recorded only once a trigger enables it. A
-// stacktrace trigger becomes the event's Stacktrace.
+// stacktrace trigger becomes the event's Stacktrace, a hist trigger a
+// hist of the plan (p.hists, in the order of the events and of each
+// event's hists); the target of an enable_hist or disable_hist must be
+// an event with a hist.
 func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]int) error {
 	sets, err := TriggerSets(fs, o.Events)
 	if err != nil {
 		return err
 	}
+	withHist := map[tracefs.Event]bool{}
 	for _, et := range sets {
 		i, ok := index[et.Event]
 		if !ok {
 			continue // an event the plan left out (a pattern's ftrace events)
 		}
+		for _, t := range et.Set.Triggers() {
+			if t.Cmd == parse.TrigHist {
+				p.hists = append(p.hists, planHist{event: i, spec: t.Hist})
+				withHist[et.Event] = true
+			}
+		}
+	}
+	for _, et := range sets {
+		i, ok := index[et.Event]
+		if !ok {
+			continue
+		}
 		ev := p.Events[i]
 		for _, t := range et.Set.Triggers() {
+			if t.Cmd == parse.TrigHist {
+				continue
+			}
+			if t.Cmd == parse.TrigEnableHist || t.Cmd == parse.TrigDisableHist {
+				if target := (tracefs.Event{System: t.Target.System, Name: t.Target.Event}); !withHist[target] {
+					return t.Errorf(t.Target.Off, t.Target.End, "%s has no hist here", target).
+						WithHint("%s continues or pauses the hists of a hist trigger: give %s one, -e %s -R 'hist:keys=...'", t.Cmd, target, target)
+				}
+			}
 			bt, err := t.Bind(ev.Format, func(system, event string) (*parse.Format, bool) {
 				return p.target(fs, index, tracefs.Event{System: system, Name: event})
 			})
@@ -150,8 +180,9 @@ func (p *Plan) target(fs *tracefs.FS, index map[tracefs.Event]int, e tracefs.Eve
 }
 
 // recordTriggers returns the bpfgen triggers of ev, their targets looked
-// up in events.
-func recordTriggers(ev *Event, events []*Event) ([]bpfgen.RecordTrigger, error) {
+// up in events, and for an enable_hist or disable_hist the hists of its
+// target among hists.
+func recordTriggers(ev *Event, events []*Event, hists []planHist) ([]bpfgen.RecordTrigger, error) {
 	var out []bpfgen.RecordTrigger
 	for _, bt := range ev.Triggers {
 		t := bt.Trigger
@@ -169,6 +200,13 @@ func recordTriggers(ev *Event, events []*Event) ([]bpfgen.RecordTrigger, error) 
 			}
 			if rt.Target < 0 {
 				return nil, fmt.Errorf("trigger %s of %s: its target is not in the recording", t, ev.Format.FullName())
+			}
+			if t.Cmd == parse.TrigEnableHist || t.Cmd == parse.TrigDisableHist {
+				for h, ph := range hists {
+					if ph.event == rt.Target {
+						rt.Hists = append(rt.Hists, h)
+					}
+				}
 			}
 		}
 		out = append(out, rt)

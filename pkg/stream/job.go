@@ -76,8 +76,15 @@ func (j *Job) Attach() error {
 }
 
 // Attached says what the job streams, for the run's attach line:
-// "streaming sched:sched_switch if prev_pid == 0".
-func (j *Job) Attached() string { return "streaming " + eventList(j.plan) }
+// "streaming sched:sched_switch if prev_pid == 0", and what its hist
+// triggers count.
+func (j *Job) Attached() string {
+	s := "streaming " + eventList(j.plan)
+	if h := j.sess.HistsAttached(); h != "" {
+		s += ", " + h
+	}
+	return s
+}
 
 // Follow adds a process to those a plan made with record.Options.Follow
 // streams, with every process it forks: the command of
