@@ -16,7 +16,7 @@ const module = "github.com/gtrace/gtrace/"
 var allowed = map[string][]string{
 	"cmd":          {"pkg/hist", "pkg/record", "pkg/stream", "pkg/report", "pkg/catalog", "pkg/complete", "pkg/live", "pkg/status", "pkg/parse", "pkg/tracefs", "pkg/eval", "pkg/ksym", "pkg/tracedat", "github.com/spf13/cobra", "github.com/spf13/pflag"},
 	"pkg/hist":     {"pkg/probe", "pkg/bpfgen", "pkg/attach", "pkg/parse", "pkg/eval", "pkg/tracefs", "pkg/tracedat", "pkg/tracingmap", "pkg/syscalls", "pkg/ksym", "pkg/usym", "github.com/olekukonko/tablewriter"},
-	"pkg/record":   {"pkg/probe", "pkg/bpfgen", "pkg/attach", "pkg/parse", "pkg/tracefs", "pkg/tracedat", "pkg/launch", "pkg/ksym", "pkg/syscalls", "golang.org/x/sys/unix"},
+	"pkg/record":   {"pkg/probe", "pkg/bpfgen", "pkg/hist", "pkg/attach", "pkg/parse", "pkg/tracefs", "pkg/tracedat", "pkg/launch", "pkg/ksym", "pkg/syscalls", "golang.org/x/sys/unix"},
 	"pkg/stream":   {"pkg/record", "pkg/report", "pkg/parse", "pkg/bpfgen", "pkg/tracefs", "golang.org/x/sys/unix"},
 	"pkg/report":   {"pkg/catalog", "pkg/tracedat", "pkg/parse", "pkg/eval", "pkg/syscalls", "pkg/ksym", "github.com/olekukonko/tablewriter"},
 	"pkg/catalog":  {"pkg/parse", "pkg/tracefs", "pkg/tracedat", "pkg/ksym", "pkg/attach"},
