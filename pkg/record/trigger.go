@@ -29,7 +29,16 @@ type EventTriggers struct {
 // out.
 func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 	sets, _, err := triggerSets(fs, specs, supported)
-	return sets, err
+	if err != nil {
+		return nil, err
+	}
+	kept := sets[:0]
+	for _, et := range sets {
+		if len(et.Set.Triggers()) > 0 {
+			kept = append(kept, et)
+		}
+	}
+	return kept, nil
 }
 
 // addedTrigger is a trigger added to the set of an event, in the order
@@ -40,8 +49,9 @@ type addedTrigger struct {
 }
 
 // triggerSets is TriggerSets with check, when not nil, refusing the
-// triggers it does not take; it also returns every trigger added, in the
-// order of the writes, with the event it went to.
+// triggers it does not take, and with the events whose triggers all went
+// (their sets empty); it also returns every trigger added, in the order
+// of the writes, with the event it went to.
 func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) error) ([]EventTriggers, []addedTrigger, error) {
 	var out []EventTriggers
 	var added []addedTrigger
@@ -83,13 +93,7 @@ func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) e
 			}
 		}
 	}
-	kept := out[:0]
-	for _, et := range out {
-		if len(et.Set.Triggers()) > 0 {
-			kept = append(kept, et)
-		}
-	}
-	return kept, added, nil
+	return out, added, nil
 }
 
 // supported refuses the triggers that gtrace does not run yet, with a
@@ -231,7 +235,8 @@ func (s *Session) Fired() ([]uint64, error) {
 
 // TriggerListing returns the trigger files of the events that specs put
 // triggers on, as the kernel would list them after the -R writes
-// (parse.TriggerSet.Listing), without loading anything: one event's
+// (parse.TriggerSet.Listing; an event whose triggers were all removed
+// lists as the kernel's empty trigger file), without loading anything: one event's
 // listing alone, several each after a line "# SYS:EVENT". It takes every
 // trigger the parser takes, those a recording does not run too (a
 // listing only lists), each checked against its event's format: the
@@ -269,6 +274,9 @@ func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
 	for _, et := range sets {
 		if len(sets) > 1 {
 			fmt.Fprintf(&b, "# %s\n", et.Event)
+		}
+		if len(et.Set.Triggers()) == 0 {
+			b.WriteString(et.Set.Listing())
 		}
 		for _, t := range et.Set.Triggers() {
 			line := t.Listing()

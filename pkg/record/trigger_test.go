@@ -40,6 +40,11 @@ hist:keys=id.syscall:vals=hitcount:sort=hitcount:size=2048 [paused]
 	if err != nil || got != want {
 		t.Errorf("a pattern: %v\n%s\nwant:\n%s", err, got, want)
 	}
+	got, err = TriggerListing(fs, []EventSpec{{Pattern: "syscalls:sys_enter_write", Triggers: []string{"traceon", "!traceon"}}})
+	want = "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist\n"
+	if err != nil || got != want {
+		t.Errorf("every trigger removed: %v\n%s\nwant:\n%s", err, got, want)
+	}
 	_, err = TriggerListing(fs, []EventSpec{{Pattern: "syscalls:sys_enter_write", Triggers: []string{"hist:keys=fd:vals=filename"}}})
 	if err == nil || !strings.Contains(err.Error(), `unknown field "filename"`) {
 		t.Errorf("a hist's value not of the event: %v", err)
