@@ -48,7 +48,10 @@ event that fires a trigger is printed (it is in the window it opens or
 closes).
 
 --list prints, for each event, the trigger file that the command line sets
-up, as the kernel lists it, and loads nothing.
+up, as the kernel lists it, and loads nothing. It takes every trigger of
+the language, those gtrace trigger does not run too (snapshot,
+enable_hist, disable_hist, hist:...), each checked against its event's
+format.
 
 Every option of gtrace filter applies (-P, --follow, -o, --format,
 --duration, -q, --dry-run).`,
@@ -68,7 +71,11 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
   gtrace trigger -e syscalls:sys_enter_write 'traceoff if count == 5' 'hist:keys=count' -- ./app
 
   # what the trigger file would hold, loading nothing
-  gtrace trigger --list -e sched:sched_switch 'traceoff:2 if prev_pid == 1' traceon '!traceoff'`,
+  gtrace trigger --list -e sched:sched_switch 'traceoff:2 if prev_pid == 1' traceon '!traceoff'
+
+  # a listing of hists and the triggers that pause and continue them
+  gtrace trigger --list -e sched:sched_switch 'hist:keys=next_pid:vals=hitcount.percent:pause' \
+    -e sched:sched_waking 'enable_hist:sched:sched_switch:1 if pid == 42'`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if at := c.ArgsLenAtDash(); at >= 0 {
 				o.Command = args[at:]

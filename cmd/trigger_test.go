@@ -39,6 +39,43 @@ stacktrace:unlimited
 	}
 }
 
+// TestTriggerListEvery checks that --list takes every trigger the parser
+// takes, those a recording does not run too: snapshot, enable_hist,
+// disable_hist and hists with their attributes, as the kernel lists them
+// (hists after the others, oldest first; a paused hist; a second hist of
+// a name= listed with the first one's description and its own filter).
+func TestTriggerListEvery(t *testing.T) {
+	d, out, errb := fakeDeps(t)
+	code := runDeps(d, "trigger", "--list",
+		"-e", "sched:sched_switch",
+		"hist:keys=common_pid.execname,next_prio.log2:vals=hitcount,prev_state.hex:sort=hitcount.descending:size=256:pause",
+		"snapshot:2 if prev_pid == 1",
+		"hist:name=h:keys=common_pid:vals=hitcount.percent if next_prio < 100",
+		"enable_hist:sched:sched_waking:3",
+		"disable_hist:sched:sched_waking if prev_pid == 2",
+		"hist:keys=next_pid.buckets=10,common_timestamp.usecs:vals=hitcount.graph,next_prio*2-prev_prio:nohitcount",
+		"!hist:keys=next_pid.buckets=10,common_timestamp.usecs:vals=hitcount.graph,next_prio*2-prev_prio:nohitcount",
+		"!snapshot",
+		"-e", "sched:sched_waking", "hist:name=h:keys=common_pid:vals=hitcount.percent:size=128 if prio > 3")
+	want := `# sched:sched_switch
+disable_hist:sched:sched_waking:unlimited if prev_pid == 2
+enable_hist:sched:sched_waking:count=3
+hist:keys=common_pid.execname,next_prio.log2:vals=hitcount,prev_state.hex:sort=hitcount.descending:size=256 [paused]
+hist:name=h:keys=common_pid:vals=hitcount,hitcount.percent:sort=hitcount:size=2048 if next_prio < 100 [active]
+# sched:sched_waking
+hist:name=h:keys=common_pid:vals=hitcount,hitcount.percent:sort=hitcount:size=2048 if prio > 3 [active]
+`
+	if code != 0 || out.String() != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errb)
+	}
+	d, out, errb = fakeDeps(t)
+	code = runDeps(d, "trigger", "--list", "-e", "syscalls:sys_enter_write", "snapshot", "hist:keys=common_pid:vals=count.hex")
+	want = "snapshot:unlimited\nhist:keys=common_pid:vals=hitcount,count.hex:sort=hitcount:size=2048 [active]\n"
+	if code != 0 || out.String() != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errb)
+	}
+}
+
 // TestHistEnableHistDryRun checks what --dry-run says of a hist's
 // enable_hist and disable_hist triggers and of a paused hist: the
 // trigger file's lines of the event that carries them, newest first, and
@@ -90,6 +127,16 @@ func TestTriggerBadInput(t *testing.T) {
 		{[]string{"trigger", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid:clock=local:vals=common_timestamp"}, 2,
 			"^gtrace: -R:1:20: clock \"local\" cannot be read from BPF\n", true},
 		{[]string{"trigger", "--dry-run", "-e", "sched:sched_switch", "hist:keys=prev_pid if next_pd == 1"}, 2, "^gtrace: -R:1:23: Field not found: \"next_pd\" in sched:sched_switch\n  hist:keys=prev_pid if next_pd == 1\n                        \\^~~~~~~\n", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pd"}, 2,
+			"^gtrace: -R:1:11: unknown field \"prev_pd\" in sched:sched_switch\n  hist:keys=prev_pd\n            \\^~~~~~~\n", true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid:vals=prev_comm"}, 2, `-R:1:25: field "prev_comm"`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid if prev_pd == 1"}, 2, `Field not found: "prev_pd" in sched:sched_switch`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid", "hist:keys=prev_pid:size=4096"}, 2, `Hist trigger already exists`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:name=h:keys=prev_pid", "-e", "sched:sched_waking", "hist:name=h:keys=pid"}, 2,
+			`named hist trigger doesn't match existing named trigger`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "enable_hist:sched:no_such"}, 2, `-R:1:13: no event sched:no_such`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "snapshot if prev_pd == 1"}, 2, `-R:1:13: Field not found: "prev_pd"`, true},
+		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "hist:keys=prev_pid:clear"}, 2, `clear empties a hist already there`, true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "traceoff", "traceoff:3"}, 2,
 			"-R:1:1: File exists: the event already has a trigger traceoff:unlimited\n  traceoff:3\n  \\^~~~~~~~\n", true},
 		{[]string{"trigger", "--list", "-e", "sched:sched_switch", "!traceon"}, 2, `-R:1:1: no trigger to remove: the event has no traceon`, true},

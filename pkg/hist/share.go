@@ -115,17 +115,16 @@ var sharedMaps = []string{bpfgen.HistMapName, bpfgen.DropsMapName}
 // index of the hist whose table it counts into (its own, or the first of
 // its name) and its trigger info.
 func FileShares(f *tracedat.File, hists []EventHist) (owner []int, infos []string, err error) {
-	plans := make([]*Plan, len(hists))
+	formats := make([]*parse.Format, len(hists))
+	specs := make([]*parse.HistSpec, len(hists))
 	for i, h := range hists {
-		fm, err := FileFormat(f, h.Event)
-		if err != nil {
+		if formats[i], err = FileFormat(f, h.Event); err != nil {
 			return nil, nil, err
 		}
-		if plans[i], err = NewPlan(h.Spec, fm); err != nil {
-			return nil, nil, err
-		}
+		specs[i] = h.Spec
 	}
-	if owner, err = share(plans); err != nil {
+	plans, owner, err := shares(formats, specs)
+	if err != nil {
 		return nil, nil, err
 	}
 	for i, p := range plans {
@@ -136,6 +135,35 @@ func FileShares(f *tracedat.File, hists []EventHist) (owner []int, infos []strin
 		infos = append(infos, info)
 	}
 	return owner, infos, nil
+}
+
+// Shares resolves each hist of specs against the format of its event,
+// formats[i], and checks them, in order, as the kernel checks hist
+// triggers written one after the other: every key and value must be
+// one of the event's fields or gtrace's keys, a second hist of a name= must match the
+// first of that name, and one event cannot have the same hist twice. It
+// returns, for each hist, the index of the hist whose table it counts
+// into: its own, or that of the first hist of its name. It needs no
+// kernel. Errors are *parse.Error on the spec at fault.
+func Shares(formats []*parse.Format, specs []*parse.HistSpec) ([]int, error) {
+	_, owner, err := shares(formats, specs)
+	return owner, err
+}
+
+func shares(formats []*parse.Format, specs []*parse.HistSpec) ([]*Plan, []int, error) {
+	plans := make([]*Plan, len(specs))
+	for i, s := range specs {
+		p, err := NewPlan(s, formats[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		plans[i] = p
+	}
+	owner, err := share(plans)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plans, owner, nil
 }
 
 // RunFileShared runs hists that share the table of the first (a named

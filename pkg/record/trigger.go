@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracefs"
@@ -21,12 +22,39 @@ type EventTriggers struct {
 // TriggerSets parses the -R triggers of specs and applies them, in order,
 // to the trigger set of every event that their -e matches, as writes to
 // the events' trigger files would: "!TRIGGER" removes an earlier one, and
-// the one-per-event limits are errors (parse.TriggerSet.Apply). It reads
-// only the event names, so it needs no privileges. The sets come in the
-// order their events are first named; an event whose triggers all went
-// is left out.
+// the one-per-event limits are errors (parse.TriggerSet.Apply). A trigger
+// that a recording does not run is refused (supported). It reads only the
+// event names, so it needs no privileges. The sets come in the order
+// their events are first named; an event whose triggers all went is left
+// out.
 func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
+	sets, _, err := triggerSets(fs, specs, supported)
+	if err != nil {
+		return nil, err
+	}
+	kept := sets[:0]
+	for _, et := range sets {
+		if len(et.Set.Triggers()) > 0 {
+			kept = append(kept, et)
+		}
+	}
+	return kept, nil
+}
+
+// addedTrigger is a trigger added to the set of an event, in the order
+// of the writes.
+type addedTrigger struct {
+	event tracefs.Event
+	t     *parse.Trigger
+}
+
+// triggerSets is TriggerSets with check, when not nil, refusing the
+// triggers it does not take, and with the events whose triggers all went
+// (their sets empty); it also returns every trigger added, in the order
+// of the writes, with the event it went to.
+func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) error) ([]EventTriggers, []addedTrigger, error) {
 	var out []EventTriggers
+	var added []addedTrigger
 	index := map[tracefs.Event]int{}
 	for _, es := range specs {
 		if len(es.Triggers) == 0 {
@@ -34,15 +62,17 @@ func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 		}
 		evs, err := fs.Match(es.Pattern)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, src := range es.Triggers {
 			t, err := parse.ParseTrigger("-R", src)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if err := supported(t); err != nil {
-				return nil, err
+			if check != nil {
+				if err := check(t); err != nil {
+					return nil, nil, err
+				}
 			}
 			for _, e := range evs {
 				if e.System == "ftrace" {
@@ -55,18 +85,15 @@ func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
 					out = append(out, EventTriggers{Event: e, Set: &parse.TriggerSet{}})
 				}
 				if err := out[i].Set.Apply(t); err != nil {
-					return nil, err
+					return nil, nil, err
+				}
+				if !t.Remove {
+					added = append(added, addedTrigger{event: e, t: t})
 				}
 			}
 		}
 	}
-	kept := out[:0]
-	for _, et := range out {
-		if len(et.Set.Triggers()) > 0 {
-			kept = append(kept, et)
-		}
-	}
-	return kept, nil
+	return out, added, nil
 }
 
 // supported refuses the triggers that gtrace does not run yet, with a
@@ -254,11 +281,17 @@ func (s *Session) Fired() ([]uint64, error) {
 
 // TriggerListing returns the trigger files of the events that specs put
 // triggers on, as the kernel would list them after the -R writes
-// (parse.TriggerSet.Listing), each trigger checked against its event's
-// format and its target looked up, without loading anything: one
-// event's listing alone, several each after a line "# SYS:EVENT".
+// (parse.TriggerSet.Listing; an event whose triggers were all removed
+// lists as the kernel's empty trigger file), without loading anything: one event's
+// listing alone, several each after a line "# SYS:EVENT". It takes every
+// trigger the parser takes, those a recording does not run too (a
+// listing only lists), each checked against its event's format: the
+// filter's fields, the target event, a hist's keys and values, and the
+// hists of one name= against the first of that name (hist.Shares), whose
+// description the others list, with their own filter, as the kernel
+// lists a hist that counts into a named table.
 func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
-	sets, err := TriggerSets(fs, specs)
+	sets, added, err := triggerSets(fs, specs, nil)
 	if err != nil {
 		return "", err
 	}
@@ -266,21 +299,84 @@ func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
 		f, err := fs.Format(tracefs.Event{System: system, Name: event})
 		return f, err == nil && system != "ftrace"
 	}
-	var b strings.Builder
+	formats := map[tracefs.Event]*parse.Format{}
 	for _, et := range sets {
 		f, err := fs.Format(et.Event)
 		if err != nil {
 			return "", err
 		}
+		formats[et.Event] = f
 		for _, t := range et.Set.Triggers() {
 			if _, err := t.Bind(f, lookup); err != nil {
 				return "", err
 			}
 		}
+	}
+	lines, err := histListings(sets, added, formats)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, et := range sets {
 		if len(sets) > 1 {
 			fmt.Fprintf(&b, "# %s\n", et.Event)
 		}
-		b.WriteString(et.Set.Listing())
+		if len(et.Set.Triggers()) == 0 {
+			b.WriteString(et.Set.Listing())
+		}
+		for _, t := range et.Set.Triggers() {
+			line := t.Listing()
+			if l, ok := lines[listed{et.Event, t}]; ok {
+				line = l
+			}
+			b.WriteString(line + "\n")
+		}
 	}
 	return b.String(), nil
+}
+
+// listed is a trigger in the set of an event.
+type listed struct {
+	event tracefs.Event
+	t     *parse.Trigger
+}
+
+// histListings checks the hists that are still in the sets, in the order
+// they were added, against their events' formats (hist.Shares), and
+// returns the listing line of each hist that counts into the table of an
+// earlier hist of its name: that hist's description with its own filter
+// and state.
+func histListings(sets []EventTriggers, added []addedTrigger, formats map[tracefs.Event]*parse.Format) (map[listed]string, error) {
+	kept := map[listed]bool{}
+	for _, et := range sets {
+		for _, t := range et.Set.Triggers() {
+			kept[listed{et.Event, t}] = true
+		}
+	}
+	var hists []listed
+	var fms []*parse.Format
+	var specs []*parse.HistSpec
+	for _, a := range added {
+		l := listed(a)
+		if a.t.Hist == nil || !kept[l] {
+			continue
+		}
+		hists = append(hists, l)
+		fms = append(fms, formats[a.event])
+		specs = append(specs, a.t.Hist)
+	}
+	owner, err := hist.Shares(fms, specs)
+	if err != nil {
+		return nil, err
+	}
+	lines := map[listed]string{}
+	for i, o := range owner {
+		if o == i {
+			continue
+		}
+		s := *specs[o]
+		s.FilterText, s.Pause = specs[i].FilterText, specs[i].Pause
+		lines[hists[i]] = (&parse.Trigger{Cmd: parse.TrigHist, Hist: &s}).Listing()
+	}
+	return lines, nil
 }

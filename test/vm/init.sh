@@ -207,6 +207,164 @@ record_case() {
 	rm -f /tmp/k.dat /tmp/g.dat
 }
 
+# list_case: TRIGGER is "list T1 ;; T2 ...", writes to the trigger file
+# of EVENT in order. The kernel: each appended (echo 'T' >>trigger), a
+# refused write noted as "write N refused", then the trigger file. gtrace:
+# each write tried as gtrace trigger --list -e EVENT with the writes taken
+# so far and this one, noted the same way when refused (exit 2), then the
+# listing of the writes taken. Both print those lines; they must be equal.
+list_case() {
+	: >/tmp/k.out
+	: >/tmp/k.err
+	rest="${trig#list} ;;"
+	: >/tmp/l.list
+	while [ -n "$(trim "$rest")" ]; do
+		trim "${rest%%;;*}" >>/tmp/l.list
+		rest=${rest#*;;}
+	done
+	i=0
+	while IFS= read -r t; do
+		i=$((i + 1))
+		echo >$T/error_log 2>/dev/null
+		if ! echo "$t" >>"$dir/trigger" 2>>/tmp/k.err; then
+			echo "write $i refused" >>/tmp/k.out
+			cat $T/error_log >>/tmp/k.err
+		fi
+	done </tmp/l.list
+	cat "$dir/trigger" >>/tmp/k.out
+	krc=$?
+	# Remove what is left: each write undone, newest first, and the hists
+	# by a truncating write; an event that fired a traceoff leaves
+	# tracing off.
+	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
+		echo "!$t" >>"$dir/trigger" 2>/dev/null
+	done
+	: >"$dir/trigger"
+	echo 1 >$T/tracing_on
+	: >$T/trace
+	if [ "$(grep -vc '^#' "$dir/trigger")" != 0 ]; then
+		echo "triggers left after the case:" >>/tmp/k.err
+		cat "$dir/trigger" >>/tmp/k.err
+	fi
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+
+	: >/tmp/g.out
+	: >/tmp/g.err
+	grc=0
+	set --
+	i=0
+	while IFS= read -r t; do
+		i=$((i + 1))
+		gtrace trigger --list -e "$event" "$@" "$t" >/dev/null 2>>/tmp/g.err
+		case $? in
+		0) set -- "$@" "$t" ;;
+		2) echo "write $i refused" >>/tmp/g.out ;;
+		*) grc=1 ;;
+		esac
+	done </tmp/l.list
+	if [ $# -gt 0 ]; then
+		gtrace trigger --list -e "$event" "$@" >>/tmp/g.out 2>>/tmp/g.err || grc=$?
+	else
+		cat "$dir/trigger" >>/tmp/g.out # nothing taken: the empty file
+	fi
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
+# effect_case: TRIGGER is "effect FILTER ;; T1 ;; T2 ..." (or effect-off:
+# tracing starts off). The first word of EVENT carries the triggers;
+# every word of EVENT is enabled with FILTER; the target of an
+# enable_event that EVENT does not name is left to the trigger (soft
+# disabled, no filter). The kernel: the triggers written straight to the
+# trigger file, the events enabled, tracing_on set (or not), vmload, then
+# trace-cmd extract and trace-cmd report. gtrace: gtrace record -e EVENT
+# -f FILTER -R T... [--start-off], then trace-cmd report; as a record case,
+# gtrace report of the kernel's file too.
+effect_case() {
+	rest="${trig#effect} ;;"
+	startoff=
+	case $rest in -off*)
+		startoff=--start-off
+		rest=${rest#-off}
+		;;
+	esac
+	filter=$(trim "${rest%%;;*}")
+	rest=${rest#*;;}
+	: >/tmp/l.list
+	while [ -n "$(trim "$rest")" ]; do
+		trim "${rest%%;;*}" >>/tmp/l.list
+		rest=${rest#*;;}
+	done
+	first=${event%% *}
+	fdir=$T/events/${first%%:*}/${first#*:}
+	: >/tmp/k.out
+	: >/tmp/k.err
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	krc=0
+	for e in $event; do
+		echo "$filter" >"$T/events/${e%%:*}/${e#*:}/filter" || krc=1
+	done
+	while IFS= read -r t; do
+		echo "$t" >>"$fdir/trigger" 2>>/tmp/k.err || krc=1
+	done </tmp/l.list
+	for e in $event; do
+		echo 1 >"$T/events/${e%%:*}/${e#*:}/enable" || krc=1
+	done
+	[ -n "$startoff" ] || echo 1 >$T/tracing_on
+	if [ $krc = 0 ]; then
+		# shellcheck disable=SC2086 # ops are words
+		vmload -pid $PID $ops >>/tmp/k.err 2>&1
+		krc=$?
+	fi
+	echo 0 >$T/tracing_on
+	for e in $event; do
+		echo 0 >"$T/events/${e%%:*}/${e#*:}/enable"
+	done
+	if [ $krc = 0 ]; then
+		trace-cmd extract -o /tmp/k.dat >>/tmp/k.err 2>&1 &&
+			trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
+		krc=$?
+	fi
+	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
+		echo "!$t" >>"$fdir/trigger" 2>/dev/null
+	done
+	for e in $event; do
+		echo 0 >"$T/events/${e%%:*}/${e#*:}/filter"
+	done
+	echo 1 >$T/tracing_on
+	: >$T/trace
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+
+	set -- -e "$first" -f "$filter"
+	while IFS= read -r t; do set -- "$@" -R "$t"; done </tmp/l.list
+	for e in ${event#"$first"}; do set -- "$@" -e "$e" -f "$filter"; done
+	[ -z "$startoff" ] || set -- "$@" $startoff
+	: >/tmp/g.out
+	# shellcheck disable=SC2086 # ops are words
+	for try in 1 2 3; do
+		gtrace record "$@" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
+		grc=$?
+		[ $grc = 75 ] || break
+	done
+	if [ $grc = 0 ]; then
+		trace-cmd report /tmp/g.dat >/tmp/g.out 2>>/tmp/g.err
+		grc=$?
+	fi
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
+	emit REPORT $? /tmp/r.out
+	emit REPORT-STDERR 0 /tmp/r.err
+	rm -f /tmp/k.dat /tmp/g.dat
+}
+
 # synth_case: TRIGGER "synth DEF ,, DEF ...": the definitions written to
 # synthetic_events (appended), which is then listed, then each event's
 # format file without its ID line (the kernel numbers events as it makes
@@ -257,7 +415,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

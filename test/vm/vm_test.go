@@ -68,7 +68,9 @@ func oracle(t *testing.T, kernel, cases string) {
 	}
 }
 
-// check compares one case; a case named selftest-* must differ. A plan
+// check compares one case; a case named selftest-* must differ. A list
+// case's outputs (refused writes and the trigger file) must be equal byte
+// for byte; an effect case is compared as a record case. A plan
 // case, and a case named nobtf-*, which ran with the kernel's BTF hidden,
 // check gtrace's plan first.
 func check(t *testing.T, c *Case) {
@@ -105,7 +107,17 @@ func check(t *testing.T, c *Case) {
 		}
 		return
 	}
-	if c.Kind == "record" {
+	if c.Kind == "list" {
+		if c.Gtrace.Stdout != c.Kernel.Stdout {
+			t.Errorf("gtrace trigger --list differs from the kernel's trigger file: %s\n--- kernel:\n%s--- gtrace:\n%s",
+				firstDiff(strings.Split(c.Gtrace.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")), c.Kernel.Stdout, c.Gtrace.Stdout)
+		}
+		if c.Kernel.Stderr != "" {
+			t.Logf("the kernel's refusals:\n%s", c.Kernel.Stderr)
+		}
+		return
+	}
+	if c.Kind == "record" || c.Kind == "effect" {
 		if err := CompareRecord(c.Kernel.Stdout, c.Gtrace.Stdout); err != nil {
 			t.Errorf("trace-cmd report of gtrace's recording differs from that of trace-cmd's: %v", err)
 		}
