@@ -22,13 +22,12 @@ type EventTriggers struct {
 // TriggerSets parses the -R triggers of specs and applies them, in order,
 // to the trigger set of every event that their -e matches, as writes to
 // the events' trigger files would: "!TRIGGER" removes an earlier one, and
-// the one-per-event limits are errors (parse.TriggerSet.Apply). A trigger
-// that a recording does not run is refused (supported). It reads only the
+// the one-per-event limits are errors (parse.TriggerSet.Apply). It reads only the
 // event names, so it needs no privileges. The sets come in the order
 // their events are first named; an event whose triggers all went is left
 // out.
 func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
-	sets, _, err := triggerSets(fs, specs, supported)
+	sets, _, err := triggerSets(fs, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +47,10 @@ type addedTrigger struct {
 	t     *parse.Trigger
 }
 
-// triggerSets is TriggerSets with check, when not nil, refusing the
-// triggers it does not take, and with the events whose triggers all went
+// triggerSets is TriggerSets with the events whose triggers all went
 // (their sets empty); it also returns every trigger added, in the order
 // of the writes, with the event it went to.
-func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) error) ([]EventTriggers, []addedTrigger, error) {
+func triggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, []addedTrigger, error) {
 	var out []EventTriggers
 	var added []addedTrigger
 	index := map[tracefs.Event]int{}
@@ -68,11 +66,6 @@ func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) e
 			t, err := parse.ParseTrigger("-R", src)
 			if err != nil {
 				return nil, nil, err
-			}
-			if check != nil {
-				if err := check(t); err != nil {
-					return nil, nil, err
-				}
 			}
 			for _, e := range evs {
 				if e.System == "ftrace" {
@@ -94,18 +87,6 @@ func triggerSets(fs *tracefs.FS, specs []EventSpec, check func(*parse.Trigger) e
 		}
 	}
 	return out, added, nil
-}
-
-// supported refuses the triggers that gtrace does not run yet, with a
-// caret on the command word and what to use instead.
-func supported(t *parse.Trigger) error {
-	switch t.Cmd {
-	case parse.TrigTraceOn, parse.TrigTraceOff, parse.TrigEnableEvent, parse.TrigDisableEvent, parse.TrigStacktrace, parse.TrigSnapshot,
-		parse.TrigHist, parse.TrigEnableHist, parse.TrigDisableHist:
-		return nil
-	}
-	return t.Errorf(t.CmdOff, t.CmdEnd, "not implemented by gtrace: the %s trigger", t.Cmd).
-		WithHint("the kernel runs it: trace-cmd record -e EVENT -R '%s'", strings.TrimPrefix(t.String(), "!"))
 }
 
 // planHist is a hist trigger of the plan: the hist of an event, counted
@@ -291,7 +272,7 @@ func (s *Session) Fired() ([]uint64, error) {
 // description the others list, with their own filter, as the kernel
 // lists a hist that counts into a named table.
 func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
-	sets, added, err := triggerSets(fs, specs, nil)
+	sets, added, err := triggerSets(fs, specs)
 	if err != nil {
 		return "", err
 	}

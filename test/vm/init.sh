@@ -195,7 +195,9 @@ record_case() {
 		[ $grc = 75 ] || break
 	done
 	if [ $grc = 0 ]; then
-		trace-cmd report /tmp/g.dat >/tmp/g.out 2>>/tmp/g.err
+		gfile=/tmp/g.dat
+		[ -z "$snap" ] || gfile=/tmp/g.snapshot-1.dat
+		trace-cmd report $gfile >/tmp/g.out 2>>/tmp/g.err
 		grc=$?
 	fi
 	echo "=== GTRACE-TIME uptime=$(up)"
@@ -324,14 +326,20 @@ effect_case() {
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/enable"
 	done
+	# With a snapshot trigger, what is compared is the snapshot: the
+	# kernel's snapshot buffer against gtrace's first snapshot file (the
+	# kernel's main buffer lost what the swap took; gtrace's file did not).
+	snap=
+	grep -q '^snapshot' /tmp/l.list && snap=-s
 	if [ $krc = 0 ]; then
-		trace-cmd extract -o /tmp/k.dat >>/tmp/k.err 2>&1 &&
+		trace-cmd extract $snap -o /tmp/k.dat >>/tmp/k.err 2>&1 &&
 			trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
 		krc=$?
 	fi
 	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
 		echo "!$t" >>"$fdir/trigger" 2>/dev/null
 	done
+	[ -z "$snap" ] || echo 0 >$T/snapshot
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/filter"
 	done
@@ -353,7 +361,9 @@ effect_case() {
 		[ $grc = 75 ] || break
 	done
 	if [ $grc = 0 ]; then
-		trace-cmd report /tmp/g.dat >/tmp/g.out 2>>/tmp/g.err
+		gfile=/tmp/g.dat
+		[ -z "$snap" ] || gfile=/tmp/g.snapshot-1.dat
+		trace-cmd report $gfile >/tmp/g.out 2>>/tmp/g.err
 		grc=$?
 	fi
 	echo "=== GTRACE-TIME uptime=$(up)"
@@ -362,7 +372,7 @@ effect_case() {
 	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
 	emit REPORT $? /tmp/r.out
 	emit REPORT-STDERR 0 /tmp/r.err
-	rm -f /tmp/k.dat /tmp/g.dat
+	rm -f /tmp/k.dat /tmp/g.dat /tmp/g.snapshot-*.dat
 }
 
 # synth_case: TRIGGER "synth DEF ,, DEF ...": the definitions written to
