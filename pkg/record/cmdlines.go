@@ -30,10 +30,13 @@ func comms(o *probe.Objects) map[uint32]string {
 // each context switch, which has the tasks that ran since the recording
 // started, else from /proc. Its methods may be called from any goroutine.
 // The zero value is ready; a session given it in StartOptions looks in
-// its map from load to Stop.
+// its map from load to Stop, and after Stop in the map as Stop read it.
 type Comms struct {
 	mu   sync.Mutex
 	objs *probe.Objects
+	// known is the map as it was read at the end (stop): the names of
+	// a recording that is over, for an output that is still writing.
+	known map[uint32]string
 }
 
 // set makes c look in the comm map of objs, or in none when nil.
@@ -43,6 +46,17 @@ func (c *Comms) set(objs *probe.Objects) {
 	}
 	c.mu.Lock()
 	c.objs = objs
+	c.mu.Unlock()
+}
+
+// stop makes c look in known, the comm map as read at the end, instead
+// of the map, which is about to be closed.
+func (c *Comms) stop(known map[uint32]string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.objs, c.known = nil, known
 	c.mu.Unlock()
 }
 
@@ -59,7 +73,11 @@ func (c *Comms) Comm(pid int) string {
 			found = m.Lookup(uint32(pid), &v) == nil
 		}
 	}
+	name, known := c.known[uint32(pid)]
 	c.mu.Unlock()
+	if known {
+		return name
+	}
 	if found {
 		return commString(v[:])
 	}

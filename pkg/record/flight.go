@@ -210,24 +210,15 @@ func (f *Flight) take(n int) error {
 		}
 		c.next.Store(f.nextFor(c.cpu))
 	}
-	names := f.names
 	f.mu.Unlock()
 	name := SnapshotFile(f.base, n)
-	if _, _, err := f.write(name, s.parts, names); err != nil {
+	if _, _, err := f.write(name, s.parts, f.names); err != nil {
 		return fmt.Errorf("snapshot %d: %w", n, err)
 	}
 	f.mu.Lock()
 	f.files = append(f.files, name)
 	f.mu.Unlock()
 	return nil
-}
-
-// setNames names the pids of the snapshots taken from now on with
-// names: at the end of a recording, from the comm map read last.
-func (f *Flight) setNames(names func(pid int) string) {
-	f.mu.Lock()
-	f.names = names
-	f.mu.Unlock()
 }
 
 // nextFor returns the earliest mark of a pending snapshot whose part of

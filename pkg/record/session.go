@@ -269,17 +269,9 @@ func (s *Session) Stop() (*Stats, error) {
 		}
 	}
 	known := comms(s.objs)
-	if s.flight != nil {
-		// The snapshots still to take name their tasks from the comm
-		// map as it is now, as the file does.
-		s.flight.setNames(func(pid int) string {
-			if name, ok := known[uint32(pid)]; ok {
-				return name
-			}
-			return procComm(uint32(pid))
-		})
-	}
-	s.comms.set(nil)
+	// An output still writing (a snapshot being taken, a stream being
+	// printed) names its tasks from the map as it is now.
+	s.comms.stop(known)
 	// The kernel detaches the programs after gtrace has exited: they
 	// record nothing more.
 	err = errors.Join(err, s.objs.DetachLater(), s.objs.Close())
