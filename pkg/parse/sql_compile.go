@@ -68,6 +68,7 @@ type sqlCompiler struct {
 	endVars    []string
 	fields     []string // the synthetic event's fields, "TYPE NAME;"
 	args       []string // the synthetic event's arguments, "$VAR"
+	named      map[string]bool
 	startKeys  []string
 	endKeys    []string
 	startWhere string
@@ -82,7 +83,7 @@ func (c *sqlCompiler) errorf(n SQLName, format string, args ...any) *Error {
 // sqlhist gives the kernel for it, names and order as libtracefs makes
 // them. Errors are *Error with the caret in the statement.
 func CompileSQL(st *SQLStmt, events SQLEvents, o SQLOptions) (*SQLPlan, error) {
-	c := &sqlCompiler{st: st, o: o, hashed: map[string]string{}}
+	c := &sqlCompiler{st: st, o: o, hashed: map[string]string{}, named: map[string]bool{}}
 	if c.o.Name == "" {
 		c.o.Name = "Anonymous"
 	}
@@ -317,9 +318,13 @@ func (c *sqlCompiler) addSynth(f *sqlField, name, v string, at SQLName) *Error {
 	if err != nil {
 		return c.errorf(at, "%s", err.Msg)
 	}
-	if !IsGoodName(name) {
+	if !IsGoodName(name) || strings.HasPrefix(name, "common_") {
 		return c.errorf(at, "'%s' cannot name a synthetic field", name).WithHint("name it with AS NAME")
 	}
+	if c.named[name] {
+		return c.errorf(at, "the synthetic event has a field '%s' already", name).WithHint("name this one with AS NAME")
+	}
+	c.named[name] = true
 	c.fields = append(c.fields, decl)
 	c.args = append(c.args, "$"+v)
 	return nil
