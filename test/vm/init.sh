@@ -418,6 +418,54 @@ synth_case() {
 	emit GTRACE-STDERR 0 /tmp/g.err
 }
 
+# sql_case: TRIGGER "sql OPTIONS ;; STATEMENT": the kernel runs the
+# commands gtrace sql --dry-run prints for the statement (the synthetic
+# event and the hist triggers), which must all be taken: no write fails,
+# nothing in error_log; its synthetic_events listing and the number of
+# triggers each event got are printed. gtrace prints the listing of the
+# same definition (gtrace synth) and the triggers it wrote. The commands
+# are removed after (the triggers, then the event).
+sql_case() {
+	rest=${trig#sql}
+	opts=$(trim "${rest%%;;*}")
+	stmt=$(trim "${rest#*;;}")
+	: >/tmp/k.out
+	: >/tmp/k.err
+	krc=0
+	# shellcheck disable=SC2086 # opts are words
+	gtrace sql --dry-run $opts "$stmt" >/tmp/sql.sh 2>/tmp/k.err || krc=1
+	echo >$T/error_log 2>/dev/null
+	sh -e /tmp/sql.sh 2>>/tmp/k.err || krc=1
+	cat $T/error_log >>/tmp/k.err
+	[ -s $T/error_log ] && krc=1
+	cat $T/synthetic_events >>/tmp/k.out
+	grep -o "events/[a-z_0-9]*/[a-z_0-9]*/trigger" /tmp/sql.sh | sort -u | while read -r f; do
+		echo "$f: $(grep -vc '^#' "$T/$f") triggers" >>/tmp/k.out
+	done
+	grep -o "events/[a-z_0-9]*/[a-z_0-9]*/trigger" /tmp/sql.sh | sort -u | while read -r f; do
+		grep -v '^#' "$T/$f" | sed 's/ \[[a-z]*\]$//' | while IFS= read -r t; do
+			echo "!$t" >>"$T/$f"
+		done
+	done
+	for n in $(awk '{ print $1 }' $T/synthetic_events); do
+		echo "!$n" >>$T/synthetic_events
+	done
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+	: >/tmp/g.out
+	: >/tmp/g.err
+	def=$(sed -n "s/^echo 's:\([^']*\)' >>.*dynamic_events$/\1/p" /tmp/sql.sh)
+	gtrace synth "$def" >/tmp/g.out 2>/tmp/g.err
+	grc=$?
+	grep -o "events/[a-z_0-9]*/[a-z_0-9]*/trigger" /tmp/sql.sh | sort | uniq -c | while read -r n f; do
+		echo "$f: $n triggers" >>/tmp/g.out
+	done
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
 while IFS='|' read -r name event trig ops min; do
 	name=$(trim "$name")
 	case $name in '' | '#'*) continue ;; esac
@@ -431,7 +479,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; sql*) kind=sql ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

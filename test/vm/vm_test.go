@@ -100,6 +100,16 @@ func check(t *testing.T, c *Case) {
 	if c.Gtrace.RC != 0 {
 		t.Fatalf("gtrace failed (status %d): %s", c.Gtrace.RC, c.Gtrace.Stderr)
 	}
+	if c.Kind == "sql" {
+		if c.Kernel.RC != 0 || c.Kernel.Stderr != "" {
+			t.Errorf("the kernel refused the commands of gtrace sql --dry-run (status %d):\n%s", c.Kernel.RC, c.Kernel.Stderr)
+		}
+		if c.Kernel.Stdout != c.Gtrace.Stdout {
+			t.Errorf("the kernel's synthetic event or triggers differ from gtrace sql's: %s\n--- kernel:\n%s--- gtrace:\n%s",
+				firstDiff(strings.Split(c.Gtrace.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")), c.Kernel.Stdout, c.Gtrace.Stdout)
+		}
+		return
+	}
 	if c.Kind == "synth" {
 		if c.Kernel.Stdout != c.Gtrace.Stdout {
 			t.Errorf("gtrace's synthetic_events listing and formats differ from the kernel's: %s\n--- kernel:\n%s--- gtrace:\n%s",
