@@ -43,13 +43,7 @@ type SnapshotAction struct {
 
 func (a *SnapshotAction) stack() int { return 8 }
 
-func (a *SnapshotAction) maps() []*ebpf.MapSpec {
-	m := append([]*ebpf.MapSpec(nil), a.shared...)
-	if a.Counter != nil {
-		m = append(m, a.Counter.Map)
-	}
-	return m
-}
+func (a *SnapshotAction) maps() []*ebpf.MapSpec { return withCounter(a.shared, a.Counter) }
 
 // emit: the count, then R8 = the batch, R7 = the sample, whose length
 // word becomes the mark.

@@ -97,10 +97,7 @@ type StackAction struct {
 func (a *StackAction) stack() int { return 8 }
 
 func (a *StackAction) maps() []*ebpf.MapSpec {
-	m := append([]*ebpf.MapSpec(nil), a.shared...)
-	if a.Counter != nil {
-		m = append(m, a.Counter.Map)
-	}
+	m := withCounter(a.shared, a.Counter)
 	if a.Control != nil {
 		m = append(m, a.Control)
 	}
@@ -172,6 +169,15 @@ func (a *StackAction) emit(b *Builder, fr *Frame) error {
 		b.Emit(asm.Ja.Label(fr.Next))
 	}
 	return nil
+}
+
+// withCounter returns a copy of shared with the map of c, if any.
+func withCounter(shared []*ebpf.MapSpec, c *Counter) []*ebpf.MapSpec {
+	m := append([]*ebpf.MapSpec(nil), shared...)
+	if c != nil {
+		m = append(m, c.Map)
+	}
+	return m
 }
 
 // emitCountDown jumps to skip when the counter has no firing left, and

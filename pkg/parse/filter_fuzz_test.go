@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,15 +11,10 @@ import (
 // canonical text parses to the same tree. Trees are also bound to a
 // format, whose errors must keep the same promises.
 func FuzzParseFilter(f *testing.F) {
-	ins, _ := filepath.Glob(filepath.Join("testdata", "filter", "*.in"))
-	for _, in := range ins {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		_, src, _ := strings.Cut(string(b), "\n")
-		f.Add(strings.TrimSuffix(src, "\n"))
-	}
+	seedFiles(f, "filter", func(text string) []string {
+		_, src, _ := strings.Cut(text, "\n")
+		return []string{strings.TrimSuffix(src, "\n")}
+	})
 	for _, s := range []string{
 		"fd == 1 && (count > 0x10 || !(comm ~ \"*sh\"))",
 		"cpu & CPUS{0-3,7} || common_pid != -1",

@@ -32,6 +32,24 @@ func goldenFiles(t *testing.T, dir string, run func(t *testing.T, input string) 
 	}
 }
 
+// seedFiles adds to f's corpus the inputs of each testdata/DIR/NAME.in:
+// what seeds returns for its text.
+func seedFiles(f *testing.F, dir string, seeds func(text string) []string) {
+	ins, err := filepath.Glob(filepath.Join("testdata", dir, "*.in"))
+	if err != nil || len(ins) == 0 {
+		f.Fatalf("no testdata/%s/*.in: %v", dir, err)
+	}
+	for _, in := range ins {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, s := range seeds(string(b)) {
+			f.Add(s)
+		}
+	}
+}
+
 // checkGolden compares got with the golden file of the test input in
 // (NAME.in: NAME.golden), or rewrites it with -update; what names the
 // call for the error.

@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,17 +10,7 @@ import (
 // spec; errors are *Error with offsets inside the input; and the canonical
 // string parses back to the same canonical string.
 func FuzzParseHist(f *testing.F) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "hist", "*.in"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, in := range ins {
-		src, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(strings.TrimSuffix(string(src), "\n"))
-	}
+	seedFiles(f, "hist", func(text string) []string { return []string{strings.TrimSuffix(text, "\n")} })
 	for _, tt := range histErrorTests {
 		f.Add(tt.src)
 	}

@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -115,18 +113,10 @@ func TestSQLErrorCaret(t *testing.T) {
 // statement compiles to, the kernel's synthetic event and hist parsers
 // take.
 func FuzzParseSQL(f *testing.F) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "sql", "*.in"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, in := range ins {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		_, stmt, _ := strings.Cut(strings.TrimSuffix(string(b), "\n"), "\n")
-		f.Add(stmt)
-	}
+	seedFiles(f, "sql", func(text string) []string {
+		_, stmt, _ := strings.Cut(strings.TrimSuffix(text, "\n"), "\n")
+		return []string{stmt}
+	})
 	for _, tt := range sqlErrorTests {
 		f.Add(tt.src)
 	}

@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -11,17 +9,7 @@ import (
 // no definition; errors are *Error with offsets inside the input; the
 // listing parses back to the same listing; and the derived format parses.
 func FuzzParseSynth(f *testing.F) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "synth", "*.in"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, in := range ins {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(b))
-	}
+	seedFiles(f, "synth", func(text string) []string { return []string{text} })
 	for _, tt := range synthErrorTests {
 		f.Add(tt.src)
 	}

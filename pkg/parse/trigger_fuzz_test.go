@@ -2,8 +2,6 @@ package parse
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,19 +11,7 @@ import (
 // string parses back to the same trigger; and applying the trigger to a
 // set never panics and fails only with an *Error inside the input.
 func FuzzTrigger(f *testing.F) {
-	ins, err := filepath.Glob(filepath.Join("testdata", "trigger", "*.in"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, in := range ins {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			f.Add(line)
-		}
-	}
+	seedFiles(f, "trigger", func(text string) []string { return strings.Split(text, "\n") })
 	for _, tt := range triggerErrorTests {
 		f.Add(tt.src)
 	}

@@ -60,11 +60,7 @@ func (p *Plan) snapshotTriggers() ([]*bpfgen.SnapshotTrigger, bool) {
 		has = true
 		out[i] = &bpfgen.SnapshotTrigger{Filter: s.Filter}
 		if s.Count > 0 {
-			if counter == nil {
-				counter = &bpfgen.Counter{Map: bpfgen.CounterMap(SnapshotCountsMapName, counts)}
-			} else {
-				counter = &bpfgen.Counter{Map: counter.Map, Index: counter.Index + 1}
-			}
+			counter = nextCounter(counter, SnapshotCountsMapName, counts)
 			out[i].Counter = counter
 		}
 	}

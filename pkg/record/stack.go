@@ -101,15 +101,20 @@ func (p *Plan) stackTriggers(fs *tracefs.FS) ([]*bpfgen.StackTrigger, error) {
 			out[i].UserID = user.Format.ID
 		}
 		if st.Count > 0 {
-			if counter == nil {
-				counter = &bpfgen.Counter{Map: bpfgen.CounterMap(StackCountsMapName, counts)}
-			} else {
-				counter = &bpfgen.Counter{Map: counter.Map, Index: counter.Index + 1}
-			}
+			counter = nextCounter(counter, StackCountsMapName, counts)
 			out[i].Counter = counter
 		}
 	}
 	return out, nil
+}
+
+// nextCounter returns the count word after prev in the counter map
+// name, which holds counts: its first word when prev is nil.
+func nextCounter(prev *bpfgen.Counter, name string, counts []uint64) *bpfgen.Counter {
+	if prev == nil {
+		return &bpfgen.Counter{Map: bpfgen.CounterMap(name, counts)}
+	}
+	return &bpfgen.Counter{Map: prev.Map, Index: prev.Index + 1}
 }
 
 // describe is --dry-run's words for the trigger.
