@@ -159,6 +159,34 @@ multi_case() {
 	emit GTRACE-STDERR 0 /tmp/g.err
 }
 
+# record_gtrace ARGS...: gtrace record ARGS of vmload (again when another
+# process took $PID: exit 75), trace-cmd report of its file (of its first
+# snapshot when $snap is set) as GTRACE; then gtrace report of the
+# kernel's /tmp/k.dat as REPORT, which must print what trace-cmd report
+# prints.
+record_gtrace() {
+	: >/tmp/g.out
+	# shellcheck disable=SC2086 # ops are words
+	for try in 1 2 3; do
+		gtrace record "$@" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
+		grc=$?
+		[ $grc = 75 ] || break
+	done
+	if [ $grc = 0 ]; then
+		gfile=/tmp/g.dat
+		[ -z "$snap" ] || gfile=/tmp/g.snapshot-1.dat
+		trace-cmd report $gfile >/tmp/g.out 2>>/tmp/g.err
+		grc=$?
+	fi
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
+	emit REPORT $? /tmp/r.out
+	emit REPORT-STDERR 0 /tmp/r.err
+	rm -f /tmp/k.dat /tmp/g.dat /tmp/g.snapshot-*.dat
+}
+
 # record_case: the events recorded by trace-cmd and by gtrace record, both
 # printed by trace-cmd report (KERNEL, GTRACE); and trace-cmd's recording
 # printed by gtrace report (REPORT), which must equal KERNEL.
@@ -187,26 +215,8 @@ record_case() {
 	echo "=== KERNEL-TIME uptime=$(up)"
 	emit KERNEL $krc /tmp/k.out
 	emit KERNEL-STDERR 0 /tmp/k.err
-	: >/tmp/g.out
-	# shellcheck disable=SC2086 # ops are words
-	for try in 1 2 3; do
-		gtrace record -e "$event" -f "$filter" "$@" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
-		grc=$?
-		[ $grc = 75 ] || break
-	done
-	if [ $grc = 0 ]; then
-		gfile=/tmp/g.dat
-		[ -z "$snap" ] || gfile=/tmp/g.snapshot-1.dat
-		trace-cmd report $gfile >/tmp/g.out 2>>/tmp/g.err
-		grc=$?
-	fi
-	echo "=== GTRACE-TIME uptime=$(up)"
-	emit GTRACE $grc /tmp/g.out
-	emit GTRACE-STDERR 0 /tmp/g.err
-	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
-	emit REPORT $? /tmp/r.out
-	emit REPORT-STDERR 0 /tmp/r.err
-	rm -f /tmp/k.dat /tmp/g.dat
+	snap=
+	record_gtrace -e "$event" -f "$filter" "$@"
 }
 
 # list_case: TRIGGER is "list T1 ;; T2 ...", writes to the trigger file
@@ -359,26 +369,7 @@ effect_case() {
 	while IFS= read -r t; do set -- "$@" -R "$t"; done </tmp/l.list
 	for e in ${event#"$first"}; do set -- "$@" -e "$e" -f "$filter"; done
 	[ -z "$startoff" ] || set -- "$@" $startoff
-	: >/tmp/g.out
-	# shellcheck disable=SC2086 # ops are words
-	for try in 1 2 3; do
-		gtrace record "$@" -o /tmp/g.dat -- vmload -pid $PID $ops >/tmp/g.err 2>&1
-		grc=$?
-		[ $grc = 75 ] || break
-	done
-	if [ $grc = 0 ]; then
-		gfile=/tmp/g.dat
-		[ -z "$snap" ] || gfile=/tmp/g.snapshot-1.dat
-		trace-cmd report $gfile >/tmp/g.out 2>>/tmp/g.err
-		grc=$?
-	fi
-	echo "=== GTRACE-TIME uptime=$(up)"
-	emit GTRACE $grc /tmp/g.out
-	emit GTRACE-STDERR 0 /tmp/g.err
-	gtrace report /tmp/k.dat >/tmp/r.out 2>/tmp/r.err
-	emit REPORT $? /tmp/r.out
-	emit REPORT-STDERR 0 /tmp/r.err
-	rm -f /tmp/k.dat /tmp/g.dat /tmp/g.snapshot-*.dat
+	record_gtrace "$@"
 }
 
 # synth_case: TRIGGER "synth DEF ,, DEF ...": the definitions written to
