@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childModeEnv) {
 	case "write":
 		os.Exit(childWrite())
+	case "sleep":
+		os.Exit(childSleep())
 	case "open":
 		// Open this executable by the name it was run with.
 		fd, err := unix.Open(os.Args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)

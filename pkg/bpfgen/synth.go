@@ -236,7 +236,7 @@ func (a *SynthAction) checkSource(f *Frame, p SynthParam) error {
 // emit: R7 = the record in the scratch map; each field; the common
 // fields; then the inner actions with R6 = the record.
 func (a *SynthAction) emit(b *Builder, f *Frame) error {
-	fixed, _, err := a.check(f)
+	fixed, dynamic, err := a.check(f)
 	if err != nil {
 		return err
 	}
@@ -287,11 +287,15 @@ func (a *SynthAction) emit(b *Builder, f *Frame) error {
 	b.Emit(
 		asm.LoadMem(asm.R6, asm.R10, base+synthR6, asm.DWord),
 		asm.LoadMem(asm.R9, asm.R10, base+synthR9, asm.DWord),
-		asm.Ja.Label(f.Next),
 	)
-	b.Mark(end)
-	b.Comment("no room for the dynamic data (never: bounds it for the verifier)")
-	b.Emit(asm.Ja.Label(f.Next))
+	if dynamic > 0 {
+		b.Emit(asm.Ja.Label(f.Next))
+		b.Mark(end)
+		b.Comment("no room for the dynamic data (never: bounds it for the verifier)")
+	}
+	if f.Next != f.Out || dynamic > 0 {
+		b.Emit(asm.Ja.Label(f.Next))
+	}
 	return nil
 }
 

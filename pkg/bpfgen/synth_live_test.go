@@ -1,0 +1,241 @@
+package bpfgen
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// childSleeps is how many times the sleeping child sleeps.
+const childSleeps = 25
+
+// childSleep runs on one thread: it reports its tid on stdout, waits for
+// a byte on stdin, then sleeps childSleeps times 2 ms: childSleeps+1
+// wakeups of its thread.
+func childSleep() int {
+	runtime.LockOSThread()
+	if _, err := unix.Writev(1, [][]byte{[]byte(fmt.Sprintf("%d\n", unix.Gettid()))}); err != nil {
+		return 6
+	}
+	var b [1]byte
+	if n, _ := unix.Read(0, b[:]); n != 1 {
+		return 7
+	}
+	for range childSleeps {
+		ts := unix.NsecToTimespec(int64(2 * time.Millisecond))
+		for unix.Nanosleep(&ts, &ts) != nil {
+		}
+	}
+	return 0
+}
+
+// wakeupSpec is the wakeup-latency example of issue 19 in parts:
+//
+//	sched_waking: hist:keys=pid:ts0=common_timestamp.usecs
+//	sched_switch: hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:
+//	              onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)
+//	              [:onmax($wakeup_lat).save(next_comm,prev_pid)] [.snapshot()]
+//	wakeup_latency: hist:keys=lat.log2 [and its record into a recording]
+type wakeupSpec struct {
+	waking, sw   *parse.Format
+	wakingFilter *parse.BoundFilter
+	switchFilter *parse.BoundFilter
+	rec          *RecordSpec // not nil: the synthetic event is recorded, onmax snapshots
+	la, lb, ll   *HistLayout
+	synth        *parse.Format
+}
+
+func newWakeupSpec(t *testing.T, waking, sw *parse.Format) *wakeupSpec {
+	t.Helper()
+	def, err := parse.ParseSynth("synth", "wakeup_latency u64 lat; pid_t pid; int prio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wakeupSpec{waking: waking, sw: sw, synth: def.Format(2000)}
+	w.la = &HistLayout{
+		Keys: []KeySlot{{Src: SrcField, Field: waking.Field("pid"), Size: 8}}, KeySize: 8,
+		ValueSize: 24, CommOff: -1, MaxEntries: 1024, SetOff: 8,
+		Vars: []VarSlot{{Name: "ts0", Kind: VarNumber, Expr: &Expr{Src: SrcTime, Usecs: true}, Off: 16, Size: 8}},
+	}
+	w.lb = &HistLayout{
+		Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8,
+		ValueSize: 24, CommOff: -1, MaxEntries: 1024, SetOff: 8,
+		Vars: []VarSlot{{Name: "wakeup_lat", Kind: VarNumber, Off: 16, Size: 8,
+			Expr: &Expr{Op: '-', L: &Expr{Src: SrcTime, Usecs: true}, R: &Expr{Src: SrcRef, Ref: 0}}}},
+		Refs: []RefSlot{{Map: "h_waking", Target: w.la, Var: 0, ReadOnce: true}},
+	}
+	w.ll = &HistLayout{
+		Keys: []KeySlot{{Src: SrcField, Field: w.synth.Field("lat"), Op: OpLog2, Size: 8}}, KeySize: 8,
+		ValueSize: 8, CommOff: -1, MaxEntries: 64,
+	}
+	return w
+}
+
+// build returns the collection of the example's programs.
+func (w *wakeupSpec) build(t *testing.T) *Collection {
+	t.Helper()
+	inner := []Action{NewHistAction(w.ll, "h_lat", "d_lat")}
+	if w.rec != nil {
+		inner = append(inner, NewRecordAction(w.rec, w.synth))
+	}
+	if w.rec != nil {
+		w.lb.ValueSize = 24 + 8 + 24 + 8
+		w.lb.Tracks = []TrackSlot{{Kind: TrackMax, Var: 0, Off: 24, Saves: []SaveSlot{
+			{Field: w.sw.Field("next_comm"), Off: 32, Size: 24},
+			{Field: w.sw.Field("prev_pid"), Off: 56, Size: 8},
+		}}}
+	}
+	swHist := NewHistAction(w.lb, "h_switch", "d_switch")
+	swHist.OnMatch = []Action{&SynthAction{
+		Format: w.synth,
+		Params: []SynthParam{
+			{Src: ParamNumber, Expr: &Expr{Src: SrcVar, Var: 0}},
+			{Src: ParamNumber, Expr: &Expr{Src: SrcField, Field: w.sw.Field("next_pid")}},
+			{Src: ParamNumber, Expr: &Expr{Src: SrcField, Field: w.sw.Field("next_prio")}},
+		},
+		Actions: inner,
+	}}
+	if w.rec != nil {
+		swHist.OnTrack = [][]Action{{NewSnapshotAction(w.rec)}}
+	}
+	wakingP := &Prog{Name: "g_waking", Source: Tracepoint{}, Filter: w.wakingFilter, ID: EventID{Const: w.waking.ID},
+		Actions: []Action{NewHistAction(w.la, "h_waking", "d_waking")}}
+	swP := &Prog{Name: "g_switch", Source: Tracepoint{}, Filter: w.switchFilter, ID: EventID{Const: w.sw.ID},
+		Actions: []Action{swHist}}
+	c := NewCollection()
+	for _, p := range []*Prog{wakingP, swP} {
+		if err := c.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func loadTracepoints(t *testing.T, c *Collection) *ebpf.Collection {
+	t.Helper()
+	coll, err := ebpf.NewCollection(c.Spec())
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			t.Fatalf("load: %-40v", ve)
+		}
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(coll.Close)
+	return coll
+}
+
+// TestPrivilegedWakeupLatencyVerifier loads the wakeup-latency example on
+// this kernel as classic tracepoint programs, with the synthetic event
+// recorded into a recording's batches and an onmax that saves two
+// fields and snapshots: the verifier accepts the parts together.
+func TestPrivilegedWakeupLatencyVerifier(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	w := newWakeupSpec(t, testutil.Format(t, "sched:sched_waking"), testutil.Format(t, "sched:sched_switch"))
+	w.rec = &RecordSpec{CPUs: runtime.NumCPU(), RingSize: 1 << 20, MaxRecord: 4064}
+	c := w.build(t)
+	coll := loadTracepoints(t, c)
+	for name, p := range coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns, _ := info.Instructions()
+		t.Logf("%s: %d instructions", name, len(insns))
+	}
+	for _, m := range []string{ScratchMapName, BatchMapName, "h_lat", "h_waking", "h_switch"} {
+		if coll.Maps[m] == nil {
+			t.Errorf("no map %s in the collection", m)
+		}
+	}
+}
+
+// TestPrivilegedWakeupLatencyLive attaches the wakeup-latency example to
+// sched_waking and sched_switch, filtered to a child's thread that is
+// woken childSleeps+1 times (a byte on stdin, then each sleep), and
+// requires exactly that many synthetic events: in the log2 hist of their
+// latencies, and as matches in the switch hist, the wakeup hist's $ts0
+// read once each time.
+func TestPrivilegedWakeupLatencyLive(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childModeEnv+"=sleep", "GODEBUG=asyncpreemptoff=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read child's tid: %v", err)
+	}
+	tid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("child said %q", line)
+	}
+	waking, sw := liveFormat(t, "sched", "sched_waking"), liveFormat(t, "sched", "sched_switch")
+	w := newWakeupSpec(t, waking, sw)
+	w.wakingFilter = bindLive(t, waking, fmt.Sprintf("pid == %d", tid))
+	w.switchFilter = bindLive(t, sw, fmt.Sprintf("next_pid == %d", tid))
+	coll := loadTracepoints(t, w.build(t))
+	for _, at := range []struct{ prog, event string }{{"g_waking", "sched_waking"}, {"g_switch", "sched_switch"}} {
+		l, err := link.Tracepoint("sched", at.event, coll.Programs[at.prog], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+	if _, err := stdin.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	const want = childSleeps + 1
+	hits := func(m string) (n uint64, entries int) {
+		var k uint64
+		var v []byte
+		it := coll.Maps[m].Iterate()
+		for it.Next(&k, &v) {
+			n += uint64(v[0]) | uint64(v[1])<<8 | uint64(v[2])<<16 | uint64(v[3])<<24
+			entries++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n, entries
+	}
+	if n, e := hits("h_waking"); n != want || e != 1 {
+		t.Errorf("sched_waking hist: %d hits in %d entries, want %d in 1", n, e, want)
+	}
+	if n, _ := hits("h_switch"); n != want {
+		t.Errorf("sched_switch hist: %d matches, want %d", n, want)
+	}
+	n, e := hits("h_lat")
+	if n != want {
+		t.Errorf("wakeup_latency hist: %d events, want %d", n, want)
+	}
+	t.Logf("%d wakeups of %d, their latencies in %d log2 buckets", n, tid, e)
+}
