@@ -266,7 +266,7 @@ func short(src string) string {
 }
 
 // putField stores v in a numeric field of a synthetic record.
-func putField(t *testing.T, f *parse.Format, rec []byte, name string, v uint64) {
+func putField(t testing.TB, f *parse.Format, rec []byte, name string, v uint64) {
 	t.Helper()
 	fld := f.Field(name)
 	if fld == nil {

@@ -84,7 +84,7 @@ func loadRunnable(t *testing.T, c *Collection) *ebpf.Collection {
 
 // pinThread locks the test's goroutine to its thread on one CPU and
 // returns the thread's id, the common_pid BPF sees.
-func pinThread(t *testing.T) uint32 {
+func pinThread(t testing.TB) uint32 {
 	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)

@@ -59,7 +59,7 @@ type wakeupSpec struct {
 	synth        *parse.Format
 }
 
-func newWakeupSpec(t *testing.T, waking, sw *parse.Format) *wakeupSpec {
+func newWakeupSpec(t testing.TB, waking, sw *parse.Format) *wakeupSpec {
 	t.Helper()
 	def, err := parse.ParseSynth("synth", "wakeup_latency u64 lat; pid_t pid; int prio")
 	if err != nil {
