@@ -122,7 +122,8 @@ func randName(r *rand.Rand) string {
 
 // wakeupLayouts are the layouts of the test's two hists: on
 // sched_waking, keys=pid:v=prio:c=comm; on sched_switch,
-// keys=next_pid:vals=$v:d=next_prio-$v, which reads $v once and $c.
+// keys=next_pid:vals=$v:d=next_prio-$v:bc=prev_comm, which reads $v
+// once and $c.
 func wakeupLayouts(waking, sw *parse.Format) (a, b *HistLayout) {
 	a = &HistLayout{
 		Keys: []KeySlot{{Src: SrcField, Field: waking.Field("pid"), Size: 8}}, KeySize: 8,
@@ -135,11 +136,12 @@ func wakeupLayouts(waking, sw *parse.Format) (a, b *HistLayout) {
 	b = &HistLayout{
 		Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8,
 		Vals:      []ValSlot{{Expr: &Expr{Src: SrcRef, Ref: 0}, Off: 8}},
-		ValueSize: 32, CommOff: -1, MaxEntries: 64, SetOff: 16,
+		ValueSize: 56, CommOff: -1, MaxEntries: 64, SetOff: 16,
 		Vars: []VarSlot{
 			{Name: "d", Kind: VarNumber, Off: 24, Size: 8, Expr: &Expr{Op: '-',
 				L: &Expr{Src: SrcField, Field: sw.Field("next_prio"), Signed: true},
 				R: &Expr{Src: SrcRef, Ref: 0}}},
+			{Name: "bc", Kind: VarString, Field: sw.Field("prev_comm"), Off: 32, Size: 24},
 		},
 		Refs: []RefSlot{
 			{Map: "ha", Target: a, Var: 0, ReadOnce: true},
@@ -161,13 +163,14 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	waking := testutil.Format(t, "sched:sched_waking")
 	sw := testutil.Format(t, "sched:sched_switch")
-	def, err := parse.ParseSynth("synth", "lat_ev u64 d; int pid; char c[16]; char dc[]")
+	def, err := parse.ParseSynth("synth", "lat_ev u64 d; int pid; char c[16]; char dc[]; char sc[16]; char vc[]")
 	if err != nil {
 		t.Fatal(err)
 	}
 	synth := def.Format(1999)
 	la, lb := wakeupLayouts(waking, sw)
-	const capSize = 288 + 32
+	const fixed = 552
+	const capSize = fixed + 64
 	capture := newCapture("cap", capSize)
 	hb := NewHistAction(lb, "hb", "db")
 	hb.OnMatch = []Action{&SynthAction{
@@ -177,6 +180,8 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 			{Src: ParamNumber, Expr: &Expr{Src: SrcField, Field: sw.Field("next_pid")}},
 			{Src: ParamRef, Index: 1},
 			{Src: ParamString, Field: sw.Field("next_comm")},
+			{Src: ParamString, Field: sw.Field("prev_comm")},
+			{Src: ParamVar, Index: 1},
 		},
 		Actions: []Action{capture},
 	}}
@@ -197,7 +202,10 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		hits, set, v uint64
 		c            string
 	}
-	type entryB struct{ hits, sum, set, d uint64 }
+	type entryB struct {
+		hits, sum, set, d uint64
+		bc                string
+	}
 	ma := map[int32]*entryA{}
 	mb := map[int32]*entryB{}
 	fired := uint64(0)
@@ -221,10 +229,11 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 			e.set, e.v, e.c = 3, prio, comm
 			continue
 		}
-		nprio, ncomm := int64(r.IntN(140)), randName(r)
+		nprio, ncomm, pcomm := int64(r.IntN(140)), randName(r), randName(r)
 		putField(t, sw, rb, "next_pid", uint64(pid))
 		putField(t, sw, rb, "next_prio", uint64(nprio))
 		putString(t, sw, rb, "next_comm", ncomm)
+		putString(t, sw, rb, "prev_comm", pcomm)
 		run(t, coll.Programs["b"], rb)
 		a := ma[pid]
 		if a == nil || a.set != 3 {
@@ -242,21 +251,24 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		}
 		e.hits++
 		e.sum += v
-		e.set = 1
-		e.d = uint64(nprio) - v
+		e.set = 3
+		e.d, e.bc = uint64(nprio)-v, pcomm
 		fired++
 		n, got := capture.read(t, coll)
 		if n != fired {
 			t.Fatalf("event %d: %d synthetic events, want %d", i, n, fired)
 		}
-		want := make([]byte, 288)
+		want := make([]byte, fixed)
 		binary.LittleEndian.PutUint16(want, uint16(synth.ID))
 		binary.LittleEndian.PutUint32(want[4:], tid)
 		binary.LittleEndian.PutUint64(want[8:], e.d)
 		binary.LittleEndian.PutUint32(want[16:], uint32(pid))
 		copy(want[24:], a.c)
-		binary.LittleEndian.PutUint32(want[280:], 288|uint32(len(ncomm)+1)<<16)
+		binary.LittleEndian.PutUint32(want[280:], fixed|uint32(len(ncomm)+1)<<16)
+		copy(want[288:], pcomm)
+		binary.LittleEndian.PutUint32(want[544:], uint32(fixed+len(ncomm)+1)|uint32(len(pcomm)+1)<<16)
 		want = append(append(want, ncomm...), 0)
+		want = append(append(want, pcomm...), 0)
 		if !bytes.Equal(got[:len(want)], want) {
 			t.Fatalf("event %d: synthetic record\n%x\nwant\n%x", i, got[:len(want)], want)
 		}
@@ -286,6 +298,9 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		for _, w := range []uint64{e.sum, e.set, e.d} {
 			want = binary.LittleEndian.AppendUint64(want, w)
 		}
+		bc := make([]byte, 24)
+		copy(bc, e.bc)
+		want = append(want, bc...)
 		if !bytes.Equal(v, want) {
 			return fmt.Sprintf("%x, want %x", v, want)
 		}

@@ -239,3 +239,39 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	}
 	t.Logf("%d wakeups of %d, their latencies in %d log2 buckets", n, tid, e)
 }
+
+// TestPrivilegedSynthStackVerifier loads, as a classic tracepoint
+// program, a hist with a stack variable (st=common_stacktrace) whose
+// onmatch emits a synthetic event with a stack field, taken from the
+// event's context, and a string of the entry: the verifier takes them.
+func TestPrivilegedSynthStackVerifier(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	sw := testutil.Format(t, "sched:sched_switch")
+	def, err := parse.ParseSynth("synth", "st_ev u64 a; unsigned long[] stack; char[] c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synth := def.Format(3000)
+	l := &HistLayout{
+		Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8,
+		ValueSize: 48, CommOff: -1, MaxEntries: 64, SetOff: 8,
+		Vars: []VarSlot{
+			{Name: "st", Kind: VarStack, Stack: SrcStack, Skip: 1, Off: 16, Size: 8},
+			{Name: "c", Kind: VarString, Field: sw.Field("next_comm"), Off: 24, Size: 24},
+		},
+	}
+	h := NewHistAction(l, "h_st", "d_st")
+	h.OnMatch = []Action{&SynthAction{Format: synth, Params: []SynthParam{
+		{Src: ParamNumber, Expr: &Expr{Src: SrcField, Field: sw.Field("next_pid")}},
+		{Src: ParamStack, Skip: 1},
+		{Src: ParamVar, Index: 1},
+	}, Actions: []Action{newCapture("cap", 256)}}}
+	c := NewCollection()
+	if err := c.Add(&Prog{Name: "st", Source: Tracepoint{}, ID: EventID{Const: sw.ID}, Actions: []Action{h}}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec().Maps[StacksMapName] == nil {
+		t.Fatal("no stack map for the stack variable")
+	}
+	loadTracepoints(t, c)
+}
