@@ -249,8 +249,8 @@ type HistAction struct {
 	// onmatch(), whose references the layout resolves): a
 	// *SynthAction.
 	OnMatch []Action
-	// OnTrack[i] runs when Layout.Tracks[i] fires: a *SynthAction, a
-	// *SnapshotAction (snapshot()).
+	// OnTrack[i] runs when Layout.Tracks[i] fires: a *SynthAction; for
+	// snapshot(), a *TriggeringAction and a *SnapshotAction.
 	OnTrack     [][]Action
 	hist, drops *ebpf.MapSpec
 	stacks      *ebpf.MapSpec // nil without a stack key
@@ -556,6 +556,8 @@ func (a *HistAction) emitUpdated(b *Builder, f *Frame, env exprEnv, entrySlot in
 		asm.StoreMem(asm.R10, entrySlot+8, asm.R9, asm.DWord),
 	)
 	area := entrySlot + 16
+	key := StackArea{Off: env.tmp - int16(s.KeySize), Size: int16(s.KeySize)}
+	var watched int16
 	run := func(actions []Action) error {
 		for _, h := range actions {
 			next := b.Label("handler_next")
@@ -564,7 +566,7 @@ func (a *HistAction) emitUpdated(b *Builder, f *Frame, env exprEnv, entrySlot in
 				asm.LoadMem(asm.R9, asm.R10, entrySlot+8, asm.DWord),
 			)
 			n := int16(h.stack())
-			fr := &Frame{Area: StackArea{Off: area, Size: n}, Next: next, Out: next, ID: f.ID, Scratch: f.Scratch, depth: f.depth, env: &env}
+			fr := &Frame{Area: StackArea{Off: area, Size: n}, Next: next, Out: next, ID: f.ID, Scratch: f.Scratch, depth: f.depth, env: &env, key: key, watched: watched}
 			if err := h.emit(b, fr); err != nil {
 				return err
 			}
@@ -586,6 +588,7 @@ func (a *HistAction) emitUpdated(b *Builder, f *Frame, env exprEnv, entrySlot in
 			return err
 		}
 		if i < len(a.OnTrack) {
+			watched = int16(s.Vars[s.Tracks[i].Var].Off)
 			if err := run(a.OnTrack[i]); err != nil {
 				return err
 			}

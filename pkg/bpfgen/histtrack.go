@@ -30,6 +30,7 @@ package bpfgen
 import (
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -131,6 +132,47 @@ func emitTrack(b *Builder, l *HistLayout, t *TrackSlot, skip string) error {
 		if err := emitCopyString(b, asm.R8, int16(s.Off), s.Size, s.Field, s.User); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// TriggeringAction, in an onmax or onchange handler, keeps the value and
+// the key of the firing that runs it in a one-entry array: the
+// triggering value (a u64) then the key's bytes, which the kernel prints
+// after a snapshot() (grammar §6.6). It runs before the handler's
+// SnapshotAction, whose mark tells user space that a snapshot was taken.
+type TriggeringAction struct {
+	Map *ebpf.MapSpec
+}
+
+// NewTriggeringAction returns the action keeping the triggering value
+// and key of a hist whose keys take keySize bytes in the named map.
+func NewTriggeringAction(name string, keySize int) *TriggeringAction {
+	return &TriggeringAction{Map: &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 + keySize), MaxEntries: 1}}
+}
+
+func (a *TriggeringAction) stack() int            { return 8 }
+func (a *TriggeringAction) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{a.Map} }
+
+// emit: the map's entry, then the watched value from the entry (R8) and
+// the key from the hist's frame.
+func (a *TriggeringAction) emit(b *Builder, f *Frame) error {
+	if f.watched == 0 || int(a.Map.ValueSize) != 8+int(f.key.Size) {
+		return fmt.Errorf("triggering action: not in an onmax or onchange handler of a hist with a %d-byte key", a.Map.ValueSize-8)
+	}
+	b.Comment("the triggering value and key")
+	b.Emit(asm.StoreImm(asm.R10, f.Area.Off, 0, asm.Word))
+	emitLookup(b, a.Map.Name, f.Area.Off)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, f.Next),
+		asm.LoadMem(asm.R1, asm.R8, f.watched, asm.DWord),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	for i := int16(0); i < f.key.Size; i += 8 {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.R10, f.key.Off+i, asm.DWord),
+			asm.StoreMem(asm.R0, 8+i, asm.R1, asm.DWord),
+		)
 	}
 	return nil
 }

@@ -318,6 +318,37 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 	}
 }
 
+// snapshotMarks counts the snapshot marks of a collection's batches:
+// those still in a batch, and those lost with the batches that found no
+// ring (the test has none) when they were written.
+func snapshotMarks(t *testing.T, coll *ebpf.Collection) uint64 {
+	t.Helper()
+	var batches [][]byte
+	if err := coll.Maps[BatchMapName].Lookup(uint32(0), &batches); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, bt := range batches {
+		fill := int(binary.LittleEndian.Uint32(bt))
+		for off := BatchHeader; off < BatchHeader+fill; {
+			length := binary.LittleEndian.Uint32(bt[off+8:])
+			if length != SnapshotMark {
+				t.Fatalf("a sample of %d bytes in the batch: only marks expected", length)
+			}
+			n++
+			off += SampleHeader
+		}
+	}
+	for cpu := range runtime.NumCPU() {
+		var lost uint64
+		if err := coll.Maps[LostMapName].Lookup(uint32(cpu), &lost); err != nil {
+			t.Fatal(err)
+		}
+		n += lost
+	}
+	return n
+}
+
 // checkEntries checks each entry of a hist map with u64 keys and that
 // it has n of them; check returns what is wrong with an entry, or "".
 func checkEntries(t *testing.T, m *ebpf.Map, n int, check func(k uint64, v []byte) string) {
@@ -344,7 +375,8 @@ func checkEntries(t *testing.T, m *ebpf.Map, n int, check func(k uint64, v []byt
 // target_cpu) and onchange($v) on random records and checks that each
 // handler fires exactly when the model says (a value greater than the
 // entry's max, a value other than its last), with the event's record,
-// and each entry's max, saved fields and last value.
+// and each entry's max, saved fields and last value, and the value and
+// key of onmax's last firing, which snapshot() keeps.
 func TestPrivilegedHistTracks(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	waking := testutil.Format(t, "sched:sched_waking")
@@ -363,7 +395,8 @@ func TestPrivilegedHistTracks(t *testing.T) {
 	size := recordSize(waking)
 	onMax, onChange := newCapture("cmax", size), newCapture("cchange", size)
 	h := NewHistAction(l, "hw", "dw")
-	h.OnTrack = [][]Action{{onMax}, {onChange}}
+	trig := NewTriggeringAction("trig", 8)
+	h.OnTrack = [][]Action{{trig, onMax, NewSnapshotAction(&RecordSpec{CPUs: runtime.NumCPU(), RingSize: 1 << 16})}, {onChange}}
 	c := NewCollection()
 	if err := c.Add(&Prog{Name: "w", Source: Tracepoint{}, ID: EventID{Const: waking.ID}, Actions: []Action{h}}); err != nil {
 		t.Fatal(err)
@@ -375,7 +408,7 @@ func TestPrivilegedHistTracks(t *testing.T) {
 		comm                 string
 	}
 	model := map[int32]*entry{}
-	var maxes, changes uint64
+	var maxes, changes, trigVal, trigKey uint64
 	r := rand.New(rand.NewPCG(19, 4))
 	rec := make([]byte, size)
 	for i := range 3000 {
@@ -399,6 +432,7 @@ func TestPrivilegedHistTracks(t *testing.T) {
 		if newMax {
 			e.max, e.comm, e.cpu = prio, comm, cpu
 			maxes++
+			trigVal, trigKey = prio, uint64(pid)
 		}
 		if changed {
 			e.last = prio
@@ -437,5 +471,15 @@ func TestPrivilegedHistTracks(t *testing.T) {
 		}
 		return ""
 	})
+	var tv [2]uint64
+	if err := coll.Maps["trig"].Lookup(uint32(0), &tv); err != nil {
+		t.Fatal(err)
+	}
+	if tv != [2]uint64{trigVal, trigKey} {
+		t.Errorf("triggering value and key %v, want %v", tv, [2]uint64{trigVal, trigKey})
+	}
+	if marks := snapshotMarks(t, coll); marks != maxes {
+		t.Errorf("%d snapshot marks, want one per maximum: %d", marks, maxes)
+	}
 	t.Logf("%d maxima, %d changes", maxes, changes)
 }

@@ -180,6 +180,11 @@ type Frame struct {
 	// env, in a hist's handler, is the hist's expression operands: its
 	// temporaries, time, resolved references and entry (R8).
 	env *exprEnv
+	// key, in a hist's handler, is the hist's key; watched, in an onmax
+	// or onchange handler, the offset of the watched variable in the
+	// entry (0 elsewhere).
+	key     StackArea
+	watched int16
 }
 
 // Generate builds the program's instructions and its spec.

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -25,19 +28,25 @@ const childSleeps = 25
 
 // childSleep runs on one thread: it reports its tid on stdout, waits for
 // a byte on stdin, then sleeps childSleeps times 2 ms: childSleeps+1
-// wakeups of its thread.
+// wakeups of its thread. Its system calls are raw: the Go scheduler
+// does not hand its P over while it sleeps, so that it never waits for
+// one (a wakeup more) when the call returns.
 func childSleep() int {
 	runtime.LockOSThread()
-	if _, err := unix.Writev(1, [][]byte{[]byte(fmt.Sprintf("%d\n", unix.Gettid()))}); err != nil {
+	line := []byte(fmt.Sprintf("%d\n", unix.Gettid()))
+	if _, _, e := unix.RawSyscall(unix.SYS_WRITE, 1, uintptr(unsafe.Pointer(&line[0])), uintptr(len(line))); e != 0 {
 		return 6
 	}
 	var b [1]byte
-	if n, _ := unix.Read(0, b[:]); n != 1 {
+	if n, _, _ := unix.RawSyscall(unix.SYS_READ, 0, uintptr(unsafe.Pointer(&b[0])), 1); n != 1 {
 		return 7
 	}
 	for range childSleeps {
 		ts := unix.NsecToTimespec(int64(2 * time.Millisecond))
-		for unix.Nanosleep(&ts, &ts) != nil {
+		for {
+			if _, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0); e != unix.EINTR {
+				break
+			}
 		}
 	}
 	return 0
@@ -110,7 +119,7 @@ func (w *wakeupSpec) build(t *testing.T) *Collection {
 		Actions: inner,
 	}}
 	if w.rec != nil {
-		swHist.OnTrack = [][]Action{{NewSnapshotAction(w.rec)}}
+		swHist.OnTrack = [][]Action{{NewTriggeringAction("trig", 8), NewSnapshotAction(w.rec)}}
 	}
 	wakingP := &Prog{Name: "g_waking", Source: Tracepoint{}, Filter: w.wakingFilter, ID: EventID{Const: w.waking.ID},
 		Actions: []Action{NewHistAction(w.la, "h_waking", "d_waking")}}
@@ -164,12 +173,57 @@ func TestPrivilegedWakeupLatencyVerifier(t *testing.T) {
 	}
 }
 
+// eventLog, a test's action, appends its event's type to a log of
+// logSize u64 (an array), at the index it takes from a counter with an
+// atomic add: the order in which the events of one task happened.
+type eventLog struct {
+	typ      int32
+	idx, log *ebpf.MapSpec
+}
+
+const logSize = 4096
+
+func newEventLogs(types ...int32) []*eventLog {
+	idx := &ebpf.MapSpec{Name: "log_idx", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	log := &ebpf.MapSpec{Name: "log", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: logSize}
+	var ls []*eventLog
+	for _, typ := range types {
+		ls = append(ls, &eventLog{typ: typ, idx: idx, log: log})
+	}
+	return ls
+}
+
+func (l *eventLog) stack() int            { return 8 }
+func (l *eventLog) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{l.idx, l.log} }
+
+func (l *eventLog) emit(b *Builder, f *Frame) error {
+	key := f.Area.Off
+	b.Comment("log[idx++] = %d", l.typ)
+	b.Emit(asm.StoreImm(asm.R10, key, 0, asm.Word))
+	emitLookup(b, l.idx.Name, key)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, f.Next),
+		asm.Mov.Imm(asm.R1, 1),
+		fetchAdd(asm.R0, asm.R1),
+		asm.JGE.Imm(asm.R1, logSize, f.Next),
+		asm.StoreMem(asm.R10, key, asm.R1, asm.Word),
+	)
+	emitLookup(b, l.log.Name, key)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, f.Next),
+		storeImm64(asm.R0, 0, l.typ),
+	)
+	return nil
+}
+
 // TestPrivilegedWakeupLatencyLive attaches the wakeup-latency example to
 // sched_waking and sched_switch, filtered to a child's thread that is
-// woken childSleeps+1 times (a byte on stdin, then each sleep), and
-// requires exactly that many synthetic events: in the log2 hist of their
-// latencies, and as matches in the switch hist, the wakeup hist's $ts0
-// read once each time.
+// woken about childSleeps+1 times (a byte on stdin, then each sleep),
+// with a log of the same events beside it, in the order they happened.
+// A model of the kernel's rules on the log says how many wakeups set
+// $ts0 and how many switches to the child found it set (and consumed
+// it): exactly the sched_waking hist's hits, the sched_switch hist's
+// matches, and the synthetic events in the log2 hist of their latencies.
 func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	cmd := exec.Command(os.Args[0])
@@ -199,8 +253,21 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	w := newWakeupSpec(t, waking, sw)
 	w.wakingFilter = bindLive(t, waking, fmt.Sprintf("pid == %d", tid))
 	w.switchFilter = bindLive(t, sw, fmt.Sprintf("next_pid == %d", tid))
-	coll := loadTracepoints(t, w.build(t))
-	for _, at := range []struct{ prog, event string }{{"g_waking", "sched_waking"}, {"g_switch", "sched_switch"}} {
+	c := w.build(t)
+	logs := newEventLogs(1, 2)
+	for _, p := range []*Prog{
+		{Name: "l_waking", Source: Tracepoint{}, Filter: w.wakingFilter, ID: EventID{Const: waking.ID}, Actions: []Action{logs[0]}},
+		{Name: "l_switch", Source: Tracepoint{}, Filter: w.switchFilter, ID: EventID{Const: sw.ID}, Actions: []Action{logs[1]}},
+	} {
+		if err := c.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll := loadTracepoints(t, c)
+	for _, at := range []struct{ prog, event string }{
+		{"g_waking", "sched_waking"}, {"l_waking", "sched_waking"},
+		{"g_switch", "sched_switch"}, {"l_switch", "sched_switch"},
+	} {
 		l, err := link.Tracepoint("sched", at.event, coll.Programs[at.prog], nil)
 		if err != nil {
 			t.Fatal(err)
@@ -213,13 +280,36 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	const want = childSleeps + 1
+	var n uint64
+	if err := coll.Maps["log_idx"].Lookup(uint32(0), &n); err != nil || n > logSize {
+		t.Fatalf("log of %d events (%v), at most %d", n, err, logSize)
+	}
+	var wakings, matches uint64
+	set := false
+	for i := range uint32(n) {
+		var typ uint64
+		if err := coll.Maps["log"].Lookup(i, &typ); err != nil {
+			t.Fatal(err)
+		}
+		switch typ {
+		case 1:
+			wakings++
+			set = true
+		case 2:
+			if set {
+				matches++
+			}
+			set = false
+		default:
+			t.Fatalf("log[%d] = %d", i, typ)
+		}
+	}
 	hits := func(m string) (n uint64, entries int) {
 		var k uint64
 		var v []byte
 		it := coll.Maps[m].Iterate()
 		for it.Next(&k, &v) {
-			n += uint64(v[0]) | uint64(v[1])<<8 | uint64(v[2])<<16 | uint64(v[3])<<24
+			n += binary.LittleEndian.Uint64(v)
 			entries++
 		}
 		if err := it.Err(); err != nil {
@@ -227,17 +317,20 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 		}
 		return n, entries
 	}
-	if n, e := hits("h_waking"); n != want || e != 1 {
-		t.Errorf("sched_waking hist: %d hits in %d entries, want %d in 1", n, e, want)
+	if got, e := hits("h_waking"); got != wakings || e != 1 {
+		t.Errorf("sched_waking hist: %d hits in %d entries, want %d in 1", got, e, wakings)
 	}
-	if n, _ := hits("h_switch"); n != want {
-		t.Errorf("sched_switch hist: %d matches, want %d", n, want)
+	if got, _ := hits("h_switch"); got != matches {
+		t.Errorf("sched_switch hist: %d matches, want %d", got, matches)
 	}
-	n, e := hits("h_lat")
-	if n != want {
-		t.Errorf("wakeup_latency hist: %d events, want %d", n, want)
+	got, buckets := hits("h_lat")
+	if got != matches {
+		t.Errorf("wakeup_latency hist: %d events, want %d", got, matches)
 	}
-	t.Logf("%d wakeups of %d, their latencies in %d log2 buckets", n, tid, e)
+	if matches < childSleeps/2 {
+		t.Errorf("%d matches of %d events: the child was not woken as it should", matches, n)
+	}
+	t.Logf("%d events of %d: %d wakeups, %d synthetic events, their latencies in %d log2 buckets", n, tid, wakings, got, buckets)
 }
 
 // TestPrivilegedSynthStackVerifier loads, as a classic tracepoint
