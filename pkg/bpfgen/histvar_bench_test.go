@@ -19,6 +19,8 @@ const histRefRuns = 100000
 //
 //	empty       a program that returns 0
 //	plain       hist:keys=next_pid
+//	time        hist:keys=next_pid:vals=common_timestamp.usecs, the clock
+//	            read that a reference's latency needs, without the reference
 //	ref         hist:keys=next_pid:lat=common_timestamp.usecs-$ts0, the
 //	            reference resolved (not read once, so every run resolves it)
 //	ref+synth   the same with onmatch emitting wakeup_latency(lat, next_pid,
@@ -64,8 +66,11 @@ func BenchmarkPrivilegedHistRef(b *testing.B) {
 	}
 	plain := NewCollection()
 	l := &HistLayout{Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8, ValueSize: 8, CommOff: -1, MaxEntries: 1024}
+	lt := *l
+	lt.ValueSize, lt.Vals = 16, []ValSlot{{Expr: &Expr{Src: SrcTime, Usecs: true}, Off: 8}}
 	for _, p := range []*Prog{
 		{Name: "plain", Source: Tracepoint{}, ID: EventID{Const: sw.ID}, Actions: []Action{NewHistAction(l, "h", "d")}},
+		{Name: "time", Source: Tracepoint{}, ID: EventID{Const: sw.ID}, Actions: []Action{NewHistAction(&lt, "ht", "dt")}},
 		{Name: "empty", Source: Tracepoint{}, ID: EventID{Const: sw.ID}},
 	} {
 		if err := plain.Add(p); err != nil {
@@ -73,7 +78,9 @@ func BenchmarkPrivilegedHistRef(b *testing.B) {
 		}
 	}
 	pc := load("plain", plain)
-	progs["empty"], progs["plain"] = pc.Programs["empty"], pc.Programs["plain"]
+	for _, name := range []string{"empty", "plain", "time"} {
+		progs[name] = pc.Programs[name]
+	}
 	rc := wakeupProgs(false)
 	progs["set"], progs["ref"] = rc.Programs["set"], rc.Programs["ref"]
 	sc := wakeupProgs(true)
@@ -94,7 +101,7 @@ func BenchmarkPrivilegedHistRef(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	order := []string{"empty", "plain", "ref", "ref+synth", "set"}
+	order := []string{"empty", "plain", "time", "ref", "ref+synth", "set"}
 	b.ResetTimer()
 	for range b.N {
 		for _, name := range order {
