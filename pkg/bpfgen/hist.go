@@ -459,9 +459,12 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		}
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
 	}
-	for off := 8; off < s.ValueSize; off += 8 {
-		if inter && !s.valueSlot(off) {
-			b.Emit(storeImm64(asm.R10, valOff+int16(off), 0))
+	if inter {
+		// The variables' and tracks' slots start zero, no bit set.
+		for off := 8; off < s.ValueSize; off += 8 {
+			if !s.valueSlot(off) {
+				b.Emit(storeImm64(asm.R10, valOff+int16(off), 0))
+			}
 		}
 	}
 	if s.CommOff >= 0 {

@@ -122,8 +122,8 @@ func randName(r *rand.Rand) string {
 
 // wakeupLayouts are the layouts of the test's two hists: on
 // sched_waking, keys=pid:v=prio:c=comm; on sched_switch,
-// keys=next_pid:vals=$v:d=next_prio-$v:bc=prev_comm, which reads $v
-// once and $c.
+// keys=next_pid:vals=$v,next_prio/$v:d=next_prio-$v:bc=prev_comm, which
+// reads $v once and $c; a division by a $v of 0 gives -1.
 func wakeupLayouts(waking, sw *parse.Format) (a, b *HistLayout) {
 	a = &HistLayout{
 		Keys: []KeySlot{{Src: SrcField, Field: waking.Field("pid"), Size: 8}}, KeySize: 8,
@@ -135,8 +135,11 @@ func wakeupLayouts(waking, sw *parse.Format) (a, b *HistLayout) {
 	}
 	b = &HistLayout{
 		Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8,
-		Vals:      []ValSlot{{Expr: &Expr{Src: SrcRef, Ref: 0}, Off: 8}},
-		ValueSize: 56, CommOff: -1, MaxEntries: 64, SetOff: 16,
+		Vals: []ValSlot{
+			{Expr: &Expr{Src: SrcRef, Ref: 0}, Off: 8},
+			{Expr: &Expr{Op: '/', L: &Expr{Src: SrcField, Field: sw.Field("next_prio")}, R: &Expr{Src: SrcRef, Ref: 0}}, Off: 56},
+		},
+		ValueSize: 64, CommOff: -1, MaxEntries: 64, SetOff: 16,
 		Vars: []VarSlot{
 			{Name: "d", Kind: VarNumber, Off: 24, Size: 8, Expr: &Expr{Op: '-',
 				L: &Expr{Src: SrcField, Field: sw.Field("next_prio"), Signed: true},
@@ -203,8 +206,8 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		c            string
 	}
 	type entryB struct {
-		hits, sum, set, d uint64
-		bc                string
+		hits, sum, set, d, quo uint64
+		bc                     string
 	}
 	ma := map[int32]*entryA{}
 	mb := map[int32]*entryB{}
@@ -216,6 +219,9 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		pid := int32(1 + r.IntN(5))
 		if r.IntN(2) == 0 {
 			prio, comm := uint64(r.IntN(140)), randName(r)
+			if i%40 == 0 {
+				prio = 0 // a division by a $v of 0
+			}
 			putField(t, waking, ra, "pid", uint64(pid))
 			putField(t, waking, ra, "prio", prio)
 			putString(t, waking, ra, "comm", comm)
@@ -251,6 +257,11 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		}
 		e.hits++
 		e.sum += v
+		if v == 0 {
+			e.quo += ^uint64(0)
+		} else {
+			e.quo += uint64(nprio) / v
+		}
 		e.set = 3
 		e.d, e.bc = uint64(nprio)-v, pcomm
 		fired++
@@ -301,6 +312,7 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		bc := make([]byte, 24)
 		copy(bc, e.bc)
 		want = append(want, bc...)
+		want = binary.LittleEndian.AppendUint64(want, e.quo)
 		if !bytes.Equal(v, want) {
 			return fmt.Sprintf("%x, want %x", v, want)
 		}
