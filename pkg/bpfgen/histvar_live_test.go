@@ -161,7 +161,8 @@ func wakeupLayouts(waking, sw *parse.Format) (a, b *HistLayout) {
 // rules: a reference resolves only in an entry of the same key whose
 // variable is set; a miss skips the event (no hit, no drop, no
 // synthetic event); $v is read once, $c is not; the synthetic record
-// is laid out as its derived format says.
+// is laid out as its derived format says, and recorded into a
+// recording's batch as it was built.
 func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	waking := testutil.Format(t, "sched:sched_waking")
@@ -186,7 +187,7 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 			{Src: ParamString, Field: sw.Field("prev_comm")},
 			{Src: ParamVar, Index: 1},
 		},
-		Actions: []Action{capture},
+		Actions: []Action{capture, NewRecordAction(&RecordSpec{CPUs: runtime.NumCPU(), RingSize: 1 << 16, MaxRecord: 4064}, synth)},
 	}}
 	c := NewCollection()
 	for _, p := range []*Prog{
@@ -283,6 +284,9 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 		if !bytes.Equal(got[:len(want)], want) {
 			t.Fatalf("event %d: synthetic record\n%x\nwant\n%x", i, got[:len(want)], want)
 		}
+		if rec := lastSample(t, coll); !bytes.Equal(rec, want) {
+			t.Fatalf("event %d: recorded synthetic record\n%x\nwant\n%x", i, rec, want)
+		}
 	}
 	checkEntries(t, coll.Maps["ha"], len(ma), func(k uint64, v []byte) string {
 		e := ma[int32(k)]
@@ -328,6 +332,24 @@ func TestPrivilegedHistVarsRefsSynth(t *testing.T) {
 	if fired < 200 {
 		t.Errorf("only %d matches: the test does not exercise references", fired)
 	}
+}
+
+// lastSample returns the record of the last sample in CPU 0's batch.
+func lastSample(t *testing.T, coll *ebpf.Collection) []byte {
+	t.Helper()
+	var batches [][]byte
+	if err := coll.Maps[BatchMapName].Lookup(uint32(0), &batches); err != nil {
+		t.Fatal(err)
+	}
+	bt := batches[0]
+	fill := int(binary.LittleEndian.Uint32(bt))
+	var rec []byte
+	for off := BatchHeader; off < BatchHeader+fill; {
+		n := int(binary.LittleEndian.Uint32(bt[off+8:]))
+		rec = bt[off+SampleHeader : off+SampleHeader+n]
+		off += SampleHeader + (n+7)&^7
+	}
+	return rec
 }
 
 // snapshotMarks counts the snapshot marks of a collection's batches:
