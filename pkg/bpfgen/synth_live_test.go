@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -173,6 +174,52 @@ func TestPrivilegedWakeupLatencyVerifier(t *testing.T) {
 	}
 }
 
+// sleeper is a started child in the sleep mode (childSleep).
+type sleeper struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	tid   int
+}
+
+func startSleeper(t *testing.T) *sleeper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childModeEnv+"=sleep", "GODEBUG=asyncpreemptoff=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read child's tid: %v", err)
+	}
+	tid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("child said %q", line)
+	}
+	return &sleeper{cmd: cmd, stdin: stdin, tid: tid}
+}
+
+// run lets the child sleep and waits for it to exit.
+func (s *sleeper) run(t *testing.T) {
+	t.Helper()
+	if _, err := s.stdin.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+}
+
 // eventLog, a test's action, appends its event's type to a log of
 // logSize u64 (an array), at the index it takes from a counter with an
 // atomic add: the order in which the events of one task happened.
@@ -226,29 +273,8 @@ func (l *eventLog) emit(b *Builder, f *Frame) error {
 // matches, and the synthetic events in the log2 hist of their latencies.
 func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childModeEnv+"=sleep", "GODEBUG=asyncpreemptoff=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read child's tid: %v", err)
-	}
-	tid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("child said %q", line)
-	}
+	sl := startSleeper(t)
+	tid := sl.tid
 	waking, sw := liveFormat(t, "sched", "sched_waking"), liveFormat(t, "sched", "sched_switch")
 	w := newWakeupSpec(t, waking, sw)
 	w.wakingFilter = bindLive(t, waking, fmt.Sprintf("pid == %d", tid))
@@ -274,12 +300,7 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 		}
 		t.Cleanup(func() { l.Close() })
 	}
-	if _, err := stdin.Write([]byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	sl.run(t)
 	var n uint64
 	if err := coll.Maps["log_idx"].Lookup(uint32(0), &n); err != nil || n > logSize {
 		t.Fatalf("log of %d events (%v), at most %d", n, err, logSize)
@@ -333,13 +354,17 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 	t.Logf("%d events of %d: %d wakeups, %d synthetic events, their latencies in %d log2 buckets", n, tid, wakings, got, buckets)
 }
 
-// TestPrivilegedSynthStackVerifier loads, as a classic tracepoint
-// program, a hist with a stack variable (st=common_stacktrace) whose
-// onmatch emits a synthetic event with a stack field, taken from the
-// event's context, and a string of the entry: the verifier takes them.
-func TestPrivilegedSynthStackVerifier(t *testing.T) {
+// TestPrivilegedSynthStack attaches to sched_switch, filtered to a
+// sleeping child's switches in, a hist with a stack variable
+// (st=common_stacktrace) whose onmatch emits a synthetic event with a
+// stack field, taken from the event's context, and a string of the
+// entry: each record holds the child's tid, a __data_loc of whole
+// frames right after the fixed part, kernel addresses, then the child's
+// name with its NUL.
+func TestPrivilegedSynthStack(t *testing.T) {
 	testutil.RequirePrivileged(t)
-	sw := testutil.Format(t, "sched:sched_switch")
+	sl := startSleeper(t)
+	sw := liveFormat(t, "sched", "sched_switch")
 	def, err := parse.ParseSynth("synth", "st_ev u64 a; unsigned long[] stack; char[] c")
 	if err != nil {
 		t.Fatal(err)
@@ -360,11 +385,55 @@ func TestPrivilegedSynthStackVerifier(t *testing.T) {
 		{Src: ParamVar, Index: 1},
 	}, Actions: []Action{newCapture("cap", 256)}}}
 	c := NewCollection()
-	if err := c.Add(&Prog{Name: "st", Source: Tracepoint{}, ID: EventID{Const: sw.ID}, Actions: []Action{h}}); err != nil {
+	filter := bindLive(t, sw, fmt.Sprintf("next_pid == %d", sl.tid))
+	if err := c.Add(&Prog{Name: "st", Source: Tracepoint{}, Filter: filter, ID: EventID{Const: sw.ID}, Actions: []Action{h}}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Spec().Maps[StacksMapName] == nil {
 		t.Fatal("no stack map for the stack variable")
 	}
-	loadTracepoints(t, c)
+	coll := loadTracepoints(t, c)
+	lk, err := link.Tracepoint("sched", "sched_switch", coll.Programs["st"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lk.Close() })
+	sl.run(t)
+	capture := h.OnMatch[0].(*SynthAction).Actions[0].(*captureAction)
+	n, rec := capture.read(t, coll)
+	if n < childSleeps {
+		t.Fatalf("%d synthetic events, want at least %d", n, childSleeps)
+	}
+	fixed := 8 + 8 + 8 + 8
+	if got := binary.LittleEndian.Uint64(rec[8:]); got != uint64(sl.tid) {
+		t.Errorf("a = %d, want the child's tid %d", got, sl.tid)
+	}
+	loc := binary.LittleEndian.Uint32(rec[16:])
+	off, size := int(loc&0xffff), int(loc>>16)
+	if off != fixed || size == 0 || size%8 != 0 || size > 8*StackDepth {
+		t.Fatalf("stack's __data_loc: %d bytes at %d, want whole frames at %d", size, off, fixed)
+	}
+	for i := off; i < off+size; i += 8 {
+		if pc := binary.LittleEndian.Uint64(rec[i:]); pc>>48 != 0xffff {
+			t.Errorf("frame %d: %#x is no kernel address", (i-off)/8, pc)
+		}
+	}
+	cloc := binary.LittleEndian.Uint32(rec[24:])
+	coff, clen := int(cloc&0xffff), int(cloc>>16)
+	name := string(rec[coff : coff+clen])
+	if coff != off+size || clen < 2 || name[clen-1] != 0 {
+		t.Errorf("c: %q at %d, want a string with its NUL at %d", name, coff, off+size)
+	}
+	entry := make([]byte, l.ValueSize)
+	if err := coll.Maps["h_st"].Lookup(uint64(sl.tid), &entry); err != nil {
+		t.Fatal(err)
+	}
+	frames := make([]uint64, StackDepth)
+	id := binary.LittleEndian.Uint32(entry[16:])
+	if set := binary.LittleEndian.Uint64(entry[8:]); set != 3 {
+		t.Errorf("the entry's set bits %b, want st and c set", set)
+	} else if err := coll.Maps[StacksMapName].Lookup(id, &frames); err != nil || frames[0]>>48 != 0xffff {
+		t.Errorf("st = stack %d: %#x, %v; want kernel frames", id, frames, err)
+	}
+	t.Logf("%d synthetic events, the last with %d frames, c=%q", n, size/8, name)
 }
