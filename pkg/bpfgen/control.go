@@ -226,7 +226,7 @@ func (a *GatedAction) emit(b *Builder, f *Frame) error {
 	}
 	restore := b.Label("gated_end")
 	b.Emit(asm.StoreMem(asm.R10, slot, asm.R9, asm.DWord))
-	inner := &Frame{Area: StackArea{Off: slot + 8, Size: f.Area.Size - 8}, Next: restore, Out: restore, ID: f.ID, Scratch: f.Scratch}
+	inner := &Frame{Area: StackArea{Off: slot + 8, Size: f.Area.Size - 8}, Next: restore, Out: restore, ID: f.ID, Scratch: f.Scratch, depth: f.depth, env: f.env}
 	if err := a.Inner.emit(b, inner); err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childModeEnv) {
 	case "write":
 		os.Exit(childWrite())
+	case "sleep":
+		os.Exit(childSleep())
 	case "open":
 		// Open this executable by the name it was run with.
 		fd, err := unix.Open(os.Args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -264,7 +266,7 @@ func short(src string) string {
 }
 
 // putField stores v in a numeric field of a synthetic record.
-func putField(t *testing.T, f *parse.Format, rec []byte, name string, v uint64) {
+func putField(t testing.TB, f *parse.Format, rec []byte, name string, v uint64) {
 	t.Helper()
 	fld := f.Field(name)
 	if fld == nil {

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -23,6 +24,8 @@ const (
 	SrcTime                 // the time, common_timestamp (HistLayout.Clock)
 	SrcConst                // a constant (Expr.Const)
 	SrcExpr                 // computed by KeySlot.Expr
+	SrcRef                  // a resolved reference (Expr.Ref): in expressions only
+	SrcVar                  // a variable of the entry (Expr.Var): in expressions only
 )
 
 // KeyOp transforms a numeric key before it is stored.
@@ -77,6 +80,18 @@ type HistLayout struct {
 	// value, in Vals order: the totals that .percent of a sum divides
 	// by. Without it the program and its maps are as before.
 	DropSums bool
+	// Vars are the hist's variables (histvar.go): each entry holds
+	// their values, set by the events that update it, and, at SetOff,
+	// a u64 of set bits, bit i for Vars[i].
+	Vars   []VarSlot
+	SetOff int
+	// Refs are the variables of other hists (or this one) that an event
+	// reads, in the entry of its own key, before it counts: an event
+	// whose references do not all resolve is skipped (histvar.go).
+	Refs []RefSlot
+	// Tracks are the onmax and onchange handlers' per-entry values
+	// (histtrack.go).
+	Tracks []TrackSlot
 }
 
 // HistSpec describes a hist program for one event.
@@ -219,9 +234,24 @@ func Hist(s *HistSpec) (*Program, error) {
 // existing entry are added to atomically; a new key gets an entry, built
 // on the stack and inserted with BPF_NOEXIST, or, when the table is full,
 // the drop counter goes up.
+//
+// With variables, references or handlers (histvar.go, histtrack.go), it
+// first resolves the references (a miss skips the event), then, once the
+// entry is updated, stores the variables in it and runs the handlers:
+// OnMatch on every update, each OnTrack when its track fires. Handler
+// actions run with R6 the record, R9 pid_tgid and R8 the entry, whose
+// variables a synthetic event's parameters may read; R8 and R9 are
+// reloaded before each.
 type HistAction struct {
-	Layout      *HistLayout
-	Map, Drops  string // the maps' names
+	Layout     *HistLayout
+	Map, Drops string // the maps' names
+	// OnMatch runs after every update of an entry (the kernel's
+	// onmatch(), whose references the layout resolves): a
+	// *SynthAction.
+	OnMatch []Action
+	// OnTrack[i] runs when Layout.Tracks[i] fires: a *SynthAction; for
+	// snapshot(), a *TriggeringAction and a *SnapshotAction.
+	OnTrack     [][]Action
 	hist, drops *ebpf.MapSpec
 	stacks      *ebpf.MapSpec // nil without a stack key
 	dropSums    *ebpf.MapSpec // nil without HistLayout.DropSums
@@ -232,7 +262,7 @@ type HistAction struct {
 func NewHistAction(l *HistLayout, hist, drops string) *HistAction {
 	return &HistAction{
 		Layout: l, Map: hist, Drops: drops,
-		hist:     &ebpf.MapSpec{Name: hist, Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize), MaxEntries: uint32(l.MaxEntries)},
+		hist:     histMap(hist, l),
 		drops:    &ebpf.MapSpec{Name: drops, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 		stacks:   stackMap(l),
 		dropSums: dropSumsMap(l),
@@ -247,14 +277,51 @@ func dropSumsMap(l *HistLayout) *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: DropSumsMapName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(8 * len(l.Vals)), MaxEntries: 1}
 }
 
-func (a *HistAction) stack() int { return a.Layout.stackSize() }
+func (a *HistAction) stack() int {
+	n := a.Layout.frameSize(a.inter())
+	for _, h := range a.handlers() {
+		n += h.stack()
+	}
+	return n
+}
 
-// stackSize is the stack a hist's action needs: the key, the value and
-// the temporaries of its expressions.
-func (l *HistLayout) stackSize() int {
+// inter reports whether the action has inter-event parts: variables,
+// references, tracks or handlers.
+func (a *HistAction) inter() bool {
+	return a.Layout.interEvent() || len(a.OnMatch) > 0
+}
+
+// handlers returns the handlers' actions, in the order they run.
+func (a *HistAction) handlers() []Action {
+	hs := append([]Action(nil), a.OnMatch...)
+	for _, t := range a.OnTrack {
+		hs = append(hs, t...)
+	}
+	return hs
+}
+
+// interEvent reports whether a layout has variables, references or
+// tracks.
+func (l *HistLayout) interEvent() bool {
+	return len(l.Vars)+len(l.Refs)+len(l.Tracks) > 0
+}
+
+// stackSize is the stack a hist's action needs, without its handlers'
+// actions.
+func (l *HistLayout) stackSize() int { return l.frameSize(l.interEvent()) }
+
+// frameSize is the stack of a hist's action: the key, the value, the
+// temporaries of its expressions and, with inter-event parts, the
+// resolved references, the referenced entries and the saved entry and
+// pid_tgid.
+func (l *HistLayout) frameSize(inter bool) int {
 	n := l.KeySize + l.ValueSize
-	if l.usesExpr() {
+	if l.usesExpr() || inter {
 		n += exprTime + 8
+	}
+	if inter {
+		_, g := l.refGroups()
+		n += 8*len(l.Refs) + 8*g + 16
 	}
 	return n
 }
@@ -267,11 +334,35 @@ func (a *HistAction) maps() []*ebpf.MapSpec {
 	if a.dropSums != nil {
 		ms = append(ms, a.dropSums)
 	}
+	ms = append(ms, a.Layout.refMaps()...)
+	if slices.ContainsFunc(a.Layout.stringRefs(), func(s int) bool { return s >= 0 }) {
+		ms = append(ms, scratchMap())
+	}
+	for _, h := range a.handlers() {
+		ms = append(ms, h.maps()...)
+	}
 	return ms
 }
 
+// usesTime reports whether the action reads the time: its layout, or its
+// handlers' synthetic events' parameters, which read the hist's.
+func (a *HistAction) usesTime() bool {
+	if a.Layout.usesTime() {
+		return true
+	}
+	for _, h := range a.handlers() {
+		if sa, ok := h.(*SynthAction); ok && sa.usesTime() {
+			return true
+		}
+	}
+	return false
+}
+
 // emit: R7 = &key, R8 = the entry's value. The value is built at the
-// bottom of the area, the key above it.
+// bottom of the area, the key above it, then the expressions'
+// temporaries and, with inter-event parts, the resolved references, the
+// referenced entries, the saved entry and pid_tgid, and the handlers'
+// areas.
 func (a *HistAction) emit(b *Builder, f *Frame) error {
 	s := a.Layout
 	if s.KeySize%8 != 0 || s.ValueSize%8 != 0 || s.KeySize == 0 || s.ValueSize < 8 {
@@ -280,14 +371,31 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	if a.stack() > maxStack {
 		return fmt.Errorf("hist keys too large: %d bytes of key and %d of value, the BPF stack holds %d", s.KeySize, s.ValueSize, maxStack)
 	}
+	inter := a.inter()
+	if inter {
+		if err := s.checkVars(); err != nil {
+			return err
+		}
+		if len(a.OnTrack) > len(s.Tracks) {
+			return fmt.Errorf("hist: actions for %d tracks, the layout has %d", len(a.OnTrack), len(s.Tracks))
+		}
+	}
 	valOff := f.Area.Off
 	keyOff := valOff + int16(s.ValueSize)
 	tmpOff := keyOff + int16(s.KeySize) // expression temporaries
+	env := exprEnv{tmp: tmpOff, clock: tmpOff + exprTime, refs: tmpOff, strRefs: s.stringRefs()}
+	if s.usesExpr() || inter {
+		env.refs += exprTime + 8
+	}
+	env.nrefs = len(s.Refs)
+	_, groups := s.refGroups()
+	ptrsOff := env.refs + int16(8*len(s.Refs))
+	entrySlot := ptrsOff + int16(8*groups)
 	out := f.Next
 
-	if s.usesTime() {
+	if a.usesTime() {
 		b.Comment("the event's time, common_timestamp (%s)", s.Clock)
-		b.Emit(s.Clock.helper().Call(), asm.StoreMem(asm.R10, tmpOff+exprTime, asm.R0, asm.DWord))
+		b.Emit(s.Clock.helper().Call(), asm.StoreMem(asm.R10, env.clock, asm.R0, asm.DWord))
 	}
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")
@@ -298,14 +406,21 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 			emitStackKey(b, &s.Keys[i], dropped)
 			continue
 		}
-		if err := emitKey(b, &s.Keys[i], tmpOff); err != nil {
+		if err := emitKey(b, &s.Keys[i], env); err != nil {
 			return err
 		}
+	}
+	if len(s.Refs) > 0 {
+		emitResolve(b, s, ptrsOff, env.refs, entrySlot, f.depth, out)
 	}
 
 	// Existing entry: atomic adds.
 	hit := b.Label("hit")
 	miss := b.Label("miss")
+	updated := out
+	if inter {
+		updated = b.Label("updated")
+	}
 	b.Comment("lookup")
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
@@ -321,10 +436,16 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, 0),
 	)
 	for _, v := range s.Vals {
-		if err := emitVal(b, v, tmpOff); err != nil {
+		if err := emitVal(b, v, env); err != nil {
 			return err
 		}
 		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(v.Off)))
+	}
+	if inter {
+		b.Mark(updated)
+		if err := a.emitUpdated(b, f, env, entrySlot); err != nil {
+			return err
+		}
 	}
 	b.Emit(asm.Ja.Label(out))
 
@@ -333,10 +454,18 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Comment("new entry")
 	b.Emit(storeImm64(asm.R10, valOff, 1))
 	for _, v := range s.Vals {
-		if err := emitVal(b, v, tmpOff); err != nil {
+		if err := emitVal(b, v, env); err != nil {
 			return err
 		}
 		b.Emit(asm.StoreMem(asm.R10, valOff+int16(v.Off), asm.R1, asm.DWord))
+	}
+	if inter {
+		// The variables' and tracks' slots start zero, no bit set.
+		for off := 8; off < s.ValueSize; off += 8 {
+			if !s.valueSlot(off) {
+				b.Emit(storeImm64(asm.R10, valOff+int16(off), 0))
+			}
+		}
 	}
 	if s.CommOff >= 0 {
 		b.Emit(
@@ -346,6 +475,10 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 			asm.FnGetCurrentComm.Call(),
 		)
 	}
+	inserted := out
+	if inter {
+		inserted = b.Label("inserted")
+	}
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
 		asm.Mov.Reg(asm.R2, asm.R7),
@@ -353,7 +486,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.Add.Imm(asm.R3, int32(valOff)),
 		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
 		asm.FnMapUpdateElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, out),
+		asm.JEq.Imm(asm.R0, 0, inserted),
 		asm.JNE.Imm(asm.R0, errEEXIST, dropped),
 	)
 	b.Comment("another CPU inserted the key first")
@@ -364,6 +497,18 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.JNE.Imm(asm.R0, 0, hit),
 		asm.Ja.Label(out),
 	)
+	if inter {
+		b.Mark(inserted)
+		b.Comment("R8 = the new entry")
+		b.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(a.Map),
+			asm.Mov.Reg(asm.R2, asm.R7),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, out),
+			asm.Mov.Reg(asm.R8, asm.R0),
+			asm.Ja.Label(updated),
+		)
+	}
 	b.Mark(dropped)
 	b.Comment("table full, or no room for the stack: dropped += 1")
 	counted := out
@@ -381,15 +526,86 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
 	)
 	if a.dropSums != nil {
-		return a.emitDropSums(b, counted, keyOff, tmpOff, out)
+		return a.emitDropSums(b, counted, keyOff, env, out)
 	}
+	return nil
+}
+
+// valueSlot reports whether the u64 at off in the value is a hitcount, a
+// sum or the comm, which a new entry's value gets from the event.
+func (l *HistLayout) valueSlot(off int) bool {
+	if off == 0 || l.CommOff >= 0 && off >= l.CommOff && off < l.CommOff+CommLen {
+		return true
+	}
+	for _, v := range l.Vals {
+		if v.Off == off {
+			return true
+		}
+	}
+	return false
+}
+
+// emitUpdated, with R8 the entry just updated, stores the variables and
+// runs the handlers. Each handler action gets R8 and R9 back from
+// fp+entrySlot and the word above it. Clobbers R0-R5, R7, R8.
+func (a *HistAction) emitUpdated(b *Builder, f *Frame, env exprEnv, entrySlot int16) error {
+	s := a.Layout
+	env.vars = s.Vars
+	if err := emitVarStores(b, s, env); err != nil {
+		return err
+	}
+	b.Emit(
+		asm.StoreMem(asm.R10, entrySlot, asm.R8, asm.DWord),
+		asm.StoreMem(asm.R10, entrySlot+8, asm.R9, asm.DWord),
+	)
+	area := entrySlot + 16
+	key := StackArea{Off: env.tmp - int16(s.KeySize), Size: int16(s.KeySize)}
+	var watched int16
+	run := func(actions []Action) error {
+		for _, h := range actions {
+			next := b.Label("handler_next")
+			b.Emit(
+				asm.LoadMem(asm.R8, asm.R10, entrySlot, asm.DWord),
+				asm.LoadMem(asm.R9, asm.R10, entrySlot+8, asm.DWord),
+			)
+			n := int16(h.stack())
+			fr := &Frame{Area: StackArea{Off: area, Size: n}, Next: next, Out: next, ID: f.ID, Scratch: f.Scratch, depth: f.depth, env: &env, key: key, watched: watched}
+			if err := h.emit(b, fr); err != nil {
+				return err
+			}
+			b.Mark(next)
+			area += n
+		}
+		return nil
+	}
+	if len(a.OnMatch) > 0 {
+		b.Comment("onmatch")
+	}
+	if err := run(a.OnMatch); err != nil {
+		return err
+	}
+	for i := range s.Tracks {
+		end := b.Label("track_end")
+		b.Emit(asm.LoadMem(asm.R8, asm.R10, entrySlot, asm.DWord))
+		if err := emitTrack(b, s, &s.Tracks[i], end); err != nil {
+			return err
+		}
+		if i < len(a.OnTrack) {
+			watched = int16(s.Vars[s.Tracks[i].Var].Off)
+			if err := run(a.OnTrack[i]); err != nil {
+				return err
+			}
+		}
+		b.Mark(end)
+	}
+	b.Emit(asm.LoadMem(asm.R9, asm.R10, entrySlot+8, asm.DWord))
 	return nil
 }
 
 // emitDropSums, at label at, adds each value of a dropped event to this
 // CPU's dropped sums; the word at fp+keyOff is the index 0. Clobbers
 // R0-R5 and R8.
-func (a *HistAction) emitDropSums(b *Builder, at string, keyOff, tmpOff int16, out string) error {
+func (a *HistAction) emitDropSums(b *Builder, at string, keyOff int16, env exprEnv, out string) error {
 	b.Mark(at)
 	b.Comment("dropped sums += values")
 	b.Emit(
@@ -401,7 +617,7 @@ func (a *HistAction) emitDropSums(b *Builder, at string, keyOff, tmpOff int16, o
 		asm.Mov.Reg(asm.R8, asm.R0),
 	)
 	for i, v := range a.Layout.Vals {
-		if err := emitVal(b, v, tmpOff); err != nil {
+		if err := emitVal(b, v, env); err != nil {
 			return err
 		}
 		b.Emit(asm.AddAtomic.Mem(asm.R8, asm.R1, asm.DWord, int16(8*i)))
@@ -410,14 +626,14 @@ func (a *HistAction) emitDropSums(b *Builder, at string, keyOff, tmpOff int16, o
 }
 
 // emitVal leaves the number a value slot sums in R1. Clobbers R0-R5.
-func emitVal(b *Builder, v ValSlot, tmp int16) error {
+func emitVal(b *Builder, v ValSlot, env exprEnv) error {
 	if v.Expr == nil {
 		b.Comment("sum += %s", v.Field.Name)
 		loadField(b, asm.R1, v.Field)
 		return nil
 	}
 	b.Comment("sum += expression")
-	if err := emitExpr(b, v.Expr, tmp); err != nil {
+	if err := emitExpr(b, v.Expr, env); err != nil {
 		return err
 	}
 	b.Emit(asm.Mov.Reg(asm.R1, asm.R0))
@@ -425,13 +641,13 @@ func emitVal(b *Builder, v ValSlot, tmp int16) error {
 }
 
 // emitKey stores one key at R7+slot.Off, an expression's computed with
-// the temporaries at fp+tmp. Clobbers R0-R5.
-func emitKey(b *Builder, k *KeySlot, tmp int16) error {
+// the operands of env. Clobbers R0-R5.
+func emitKey(b *Builder, k *KeySlot, env exprEnv) error {
 	off := int16(k.Off)
 	switch k.Src {
 	case SrcExpr:
 		b.Comment("key expression")
-		if err := emitExpr(b, k.Expr, tmp); err != nil {
+		if err := emitExpr(b, k.Expr, env); err != nil {
 			return err
 		}
 	case SrcPID:
@@ -443,7 +659,7 @@ func emitKey(b *Builder, k *KeySlot, tmp int16) error {
 		b.Emit(asm.FnGetSmpProcessorId.Call())
 	case SrcComm:
 		b.Comment("key comm")
-		zero(b, off, k.Size)
+		zero(b, asm.R7, off, k.Size)
 		b.Emit(
 			asm.Mov.Reg(asm.R1, asm.R7),
 			asm.Add.Imm(asm.R1, int32(off)),
@@ -454,55 +670,15 @@ func emitKey(b *Builder, k *KeySlot, tmp int16) error {
 	case SrcField:
 		f := k.Field
 		switch {
-		case f.Class == parse.ClassStringPtr && k.Size > 8:
-			// The string the pointer points to, as string keys are: at
-			// most Size-1 bytes and a NUL, the rest of the slot zero.
-			b.Comment("key %s (the string it points to)", f.Name)
-			zero(b, off, k.Size)
-			loadField(b, asm.R3, f)
-			fn := asm.FnProbeReadKernelStr
-			if k.User {
-				fn = asm.FnProbeReadUserStr
-			}
-			b.Emit(
-				asm.Mov.Reg(asm.R1, asm.R7),
-				asm.Add.Imm(asm.R1, int32(off)),
-				asm.Mov.Imm(asm.R2, int32(k.Size)),
-				fn.Call(),
-			)
-			return nil
+		case f.Class == parse.ClassStringPtr && k.Size > 8 || f.Class.IsString():
+			// The string, as string keys are: at most Size-1 bytes and a
+			// NUL (a char[N]: N), the rest of the slot zero, as the
+			// kernel's strncpy leaves it.
+			b.Comment("key %s (string)", f.Name)
+			return emitCopyString(b, asm.R7, off, k.Size, f, k.User)
 		case f.Class == parse.ClassNumeric || f.Class == parse.ClassStringPtr:
 			b.Comment("key %s", f.Name)
 			loadField(b, asm.R0, f)
-		case f.Class.IsString():
-			b.Comment("key %s (string)", f.Name)
-			zero(b, off, k.Size)
-			n := k.Size - 1
-			if f.Class == parse.ClassString {
-				n = min(n, f.Size)
-			}
-			b.Emit(asm.Mov.Reg(asm.R3, asm.R6))
-			if f.Class == parse.ClassString {
-				b.Emit(asm.Add.Imm(asm.R3, int32(f.Offset)))
-			} else {
-				b.Emit(
-					asm.LoadMem(asm.R1, asm.R6, int16(f.Offset), asm.Word),
-					asm.And.Imm(asm.R1, 0xffff),
-				)
-				if f.Class == parse.ClassRelLoc {
-					b.Emit(asm.Add.Imm(asm.R1, int32(f.Offset+4)))
-				}
-				b.Emit(asm.Add.Reg(asm.R3, asm.R1))
-			}
-			// Copy at most n bytes and a NUL: the rest of the slot stays zero,
-			// as the kernel's strncpy leaves it.
-			b.Emit(
-				asm.Mov.Reg(asm.R1, asm.R7),
-				asm.Add.Imm(asm.R1, int32(off)),
-				asm.Mov.Imm(asm.R2, int32(n+1)),
-				asm.FnProbeReadKernelStr.Call(),
-			)
-			return nil
 		default:
 			return fmt.Errorf("field %s (%s) cannot be a hist key", f.Name, f.Class)
 		}
@@ -560,10 +736,10 @@ func emitLog2(b *Builder) {
 	b.Mark(done)
 }
 
-// zero clears size bytes (a multiple of 8) at R7+off.
-func zero(b *Builder, off int16, size int) {
+// zero clears size bytes (a multiple of 8) at dst+off.
+func zero(b *Builder, dst asm.Register, off int16, size int) {
 	for i := 0; i < size; i += 8 {
-		b.Emit(storeImm64(asm.R7, off+int16(i), 0))
+		b.Emit(storeImm64(dst, off+int16(i), 0))
 	}
 }
 

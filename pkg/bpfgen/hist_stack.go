@@ -35,10 +35,15 @@ func StackSkip(sys, name string) int {
 	return 1
 }
 
-// HasStack reports whether a key of l is a stack.
+// HasStack reports whether a key or a variable of l is a stack.
 func (l *HistLayout) HasStack() bool {
 	for _, k := range l.Keys {
 		if k.Src == SrcStack || k.Src == SrcUStack {
+			return true
+		}
+	}
+	for _, v := range l.Vars {
+		if v.Kind == VarStack {
 			return true
 		}
 	}
@@ -71,27 +76,11 @@ const userStackFlag = 1 << 8
 // table full. R6 must be the tracepoint's ctx, R9 pid_tgid. Clobbers
 // R0-R5.
 func emitStackKey(b *Builder, k *KeySlot, dropped string) {
-	flags := int32(k.Skip)
 	if k.Src == SrcUStack {
 		b.Comment("key ustacktrace")
-		flags = userStackFlag
 	} else {
 		b.Comment("key common_stacktrace")
 	}
-	b.Emit(
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.LoadMapPtr(asm.R2, 0).WithReference(StacksMapName),
-		asm.Mov.Imm(asm.R3, flags),
-		asm.FnGetStackid.Call(),
-		asm.JSLT.Imm(asm.R0, 0, dropped),
-	)
-	if k.Src == SrcUStack {
-		b.Emit(
-			asm.Mov.Reg(asm.R1, asm.R9),
-			asm.RSh.Imm(asm.R1, 32),
-			asm.LSh.Imm(asm.R1, 32),
-			asm.Or.Reg(asm.R0, asm.R1),
-		)
-	}
+	emitStackID(b, k.Src, k.Skip, dropped)
 	b.Emit(asm.StoreMem(asm.R7, int16(k.Off), asm.R0, asm.DWord))
 }

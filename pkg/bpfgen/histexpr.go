@@ -9,18 +9,41 @@ import (
 )
 
 // Expr is a number a hist key or value is computed from: an operand (a
-// field of the record, the pid, the CPU, the time or a constant) or an
-// operator over operands.
+// field of the record, the pid, the CPU, the time, a constant, a resolved
+// reference or a variable of the entry) or an operator over operands.
 type Expr struct {
 	// Op is '+', '-', '*', '/' on L and R, 'n' for the negation of L, or
 	// 0 for an operand.
 	Op     byte
 	L, R   *Expr
-	Src    KeySrc       // an operand: SrcField, SrcPID, SrcCPU, SrcTime or SrcConst
+	Src    KeySrc       // an operand: SrcField, SrcPID, SrcCPU, SrcTime, SrcConst, SrcRef or SrcVar
 	Field  *parse.Field // SrcField: a numeric field
 	Const  uint64       // SrcConst
 	Usecs  bool         // SrcTime: in microseconds, (ns+500)/1000, rather than ns
 	Signed bool         // signed: '/' divides as int64
+	// Ref is SrcRef's reference, an index in the layout's Refs: its
+	// value as the hist's action resolved it, before the entry's update.
+	Ref int
+	// Var is SrcVar's variable, an index in the layout's Vars: the
+	// number the entry holds, where the entry is at hand (a variable's
+	// store, a handler, a synthetic event's parameter).
+	Var int
+}
+
+// exprEnv is where an expression's operands and temporaries are.
+type exprEnv struct {
+	tmp   int16 // the u64 temporaries at fp+tmp
+	clock int16 // the event's time at fp+clock
+	// refs: the resolved number references at fp+refs, 8 bytes each,
+	// nrefs of them; 0 of them outside a hist with references.
+	refs  int16
+	nrefs int
+	// strRefs: each reference's slot in the scratch entry's strings,
+	// -1 for a number.
+	strRefs []int
+	// vars: the entry's variables, the entry at R8; nil where R8 is
+	// not an entry.
+	vars []VarSlot
 }
 
 // exprTemps is how many u64 temporaries an expression needs at most: one
@@ -65,8 +88,8 @@ func (e *Expr) usesTime() bool {
 	return e.L.usesTime() || e.R.usesTime()
 }
 
-// usesTime reports whether a hist layout reads the time: it is read once
-// per event, so that every common_timestamp of the event is the same.
+// usesTime reports whether a hist layout's keys, values or variables
+// read the time: it is read once per event, so that every common_timestamp of the event is the same.
 func (l *HistLayout) usesTime() bool {
 	for _, k := range l.Keys {
 		if k.Expr.usesTime() {
@@ -78,40 +101,47 @@ func (l *HistLayout) usesTime() bool {
 			return true
 		}
 	}
+	for _, v := range l.Vars {
+		if v.Expr.usesTime() {
+			return true
+		}
+	}
 	return false
 }
 
 // exprTime is the offset, from the temporaries, of the event's time.
 const exprTime = 8 * exprTemps
 
-// emitExpr leaves the value of e in R0, using the u64 temporaries at
-// fp+tmp, the event's time at fp+tmp+exprTime. Clobbers R0-R5.
-func emitExpr(b *Builder, e *Expr, tmp int16) error {
+// emitExpr leaves the value of e in R0, using the u64 temporaries and
+// operands of env. Clobbers R0-R5.
+func emitExpr(b *Builder, e *Expr, env exprEnv) error {
 	if e.depth() > exprTemps {
 		return fmt.Errorf("hist expression too deep: %d temporaries, at most %d", e.depth(), exprTemps)
 	}
-	return emitExprAt(b, e, tmp, tmp+exprTime)
+	return emitExprAt(b, e, env)
 }
 
-func emitExprAt(b *Builder, e *Expr, tmp, clock int16) error {
+func emitExprAt(b *Builder, e *Expr, env exprEnv) error {
 	switch e.Op {
 	case 0:
-		return emitOperand(b, e, clock)
+		return emitOperand(b, e, env)
 	case 'n':
-		if err := emitExprAt(b, e.L, tmp, clock); err != nil {
+		if err := emitExprAt(b, e.L, env); err != nil {
 			return err
 		}
 		b.Emit(asm.Neg.Imm(asm.R0, 0))
 		return nil
 	}
-	if err := emitExprAt(b, e.L, tmp, clock); err != nil {
+	if err := emitExprAt(b, e.L, env); err != nil {
 		return err
 	}
-	b.Emit(asm.StoreMem(asm.R10, tmp, asm.R0, asm.DWord))
-	if err := emitExprAt(b, e.R, tmp+8, clock); err != nil {
+	b.Emit(asm.StoreMem(asm.R10, env.tmp, asm.R0, asm.DWord))
+	right := env
+	right.tmp += 8
+	if err := emitExprAt(b, e.R, right); err != nil {
 		return err
 	}
-	b.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, tmp, asm.DWord))
+	b.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.R10, env.tmp, asm.DWord))
 	switch e.Op {
 	case '+':
 		b.Emit(asm.Add.Reg(asm.R0, asm.R1))
@@ -169,9 +199,8 @@ func emitDiv(b *Builder, signed bool) {
 	b.Mark(done)
 }
 
-// emitOperand leaves the value of an operand in R0, the time read from
-// fp+clock. Clobbers R0-R5.
-func emitOperand(b *Builder, e *Expr, clock int16) error {
+// emitOperand leaves the value of an operand in R0. Clobbers R0-R5.
+func emitOperand(b *Builder, e *Expr, env exprEnv) error {
 	switch e.Src {
 	case SrcField:
 		if e.Field == nil || (e.Field.Class != parse.ClassNumeric && e.Field.Class != parse.ClassStringPtr) {
@@ -183,12 +212,22 @@ func emitOperand(b *Builder, e *Expr, clock int16) error {
 	case SrcCPU:
 		b.Emit(asm.FnGetSmpProcessorId.Call())
 	case SrcTime:
-		b.Emit(asm.LoadMem(asm.R0, asm.R10, clock, asm.DWord))
+		b.Emit(asm.LoadMem(asm.R0, asm.R10, env.clock, asm.DWord))
 		if e.Usecs {
 			b.Emit(asm.Add.Imm(asm.R0, 500), asm.Div.Imm(asm.R0, 1000))
 		}
 	case SrcConst:
 		b.Emit(asm.LoadImm(asm.R0, int64(e.Const), asm.DWord))
+	case SrcRef:
+		if e.Ref < 0 || e.Ref >= env.nrefs {
+			return fmt.Errorf("hist expression: reference %d of %d resolved here", e.Ref, env.nrefs)
+		}
+		b.Emit(asm.LoadMem(asm.R0, asm.R10, env.refs+int16(8*e.Ref), asm.DWord))
+	case SrcVar:
+		if e.Var < 0 || e.Var >= len(env.vars) || env.vars[e.Var].Kind != VarNumber {
+			return fmt.Errorf("hist expression: variable %d is not a number of the entry at hand", e.Var)
+		}
+		b.Emit(asm.LoadMem(asm.R0, asm.R8, int16(env.vars[e.Var].Off), asm.DWord))
 	default:
 		return fmt.Errorf("hist expression: operand source %d", e.Src)
 	}

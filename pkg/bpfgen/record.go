@@ -278,26 +278,10 @@ func RecordLayout(f *parse.Format) (fixed int, dynamic []*parse.Field) {
 	return fixed, dynamic
 }
 
-// Record builds the collection of a recording: a program per event (or per
-// syscall group, see syscalls.go), the
-// per-CPU batches and ring buffers (the rings' template: probe creates one
-// per CPU), the lost counters and, with CommEntries, the comm program and
-// its map.
-func Record(s *RecordSpec) (*Program, error) {
-	if s.CPUs <= 0 || s.RingSize <= 0 || s.RingSize&(s.RingSize-1) != 0 {
-		return nil, fmt.Errorf("record layout: %d CPUs and a ring of %d bytes (want a power of two)", s.CPUs, s.RingSize)
-	}
-	if s.MaxRecord < 8 || s.MaxRecord%8 != 0 {
-		return nil, fmt.Errorf("record layout: longest record %d bytes, want a multiple of 8", s.MaxRecord)
-	}
-	if len(s.Events) == 0 {
-		return nil, fmt.Errorf("record: no events")
-	}
-	if s.Follow != nil && len(s.OnlyTGIDs) > 0 {
-		return nil, fmt.Errorf("record: follow processes or list them, not both")
-	}
-	c := NewCollection()
-	shared := []*ebpf.MapSpec{
+// recordMaps are the maps a recording's samples go through: the rings,
+// the lost counters and the batches.
+func recordMaps(s *RecordSpec) []*ebpf.MapSpec {
+	return []*ebpf.MapSpec{
 		{
 			Name:       RingsMapName,
 			Type:       ebpf.ArrayOfMaps,
@@ -321,8 +305,38 @@ func Record(s *RecordSpec) (*Program, error) {
 			ValueSize:  BatchHeader + BatchData,
 			MaxEntries: 1,
 		},
-		SwitchMap(SwitchMapName),
 	}
+}
+
+// NewRecordAction returns the action that records events of format f
+// into the batches of the recording s (its CPUs, ring size, longest
+// record, clock and streaming): a synthetic event's record, by a
+// SynthAction, into a recording that the hist's collection then shares
+// (by the maps' names) with the recording's.
+func NewRecordAction(s *RecordSpec, f *parse.Format) *RecordAction {
+	return &RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: recordMaps(s)}
+}
+
+// Record builds the collection of a recording: a program per event (or per
+// syscall group, see syscalls.go), the
+// per-CPU batches and ring buffers (the rings' template: probe creates one
+// per CPU), the lost counters and, with CommEntries, the comm program and
+// its map.
+func Record(s *RecordSpec) (*Program, error) {
+	if s.CPUs <= 0 || s.RingSize <= 0 || s.RingSize&(s.RingSize-1) != 0 {
+		return nil, fmt.Errorf("record layout: %d CPUs and a ring of %d bytes (want a power of two)", s.CPUs, s.RingSize)
+	}
+	if s.MaxRecord < 8 || s.MaxRecord%8 != 0 {
+		return nil, fmt.Errorf("record layout: longest record %d bytes, want a multiple of 8", s.MaxRecord)
+	}
+	if len(s.Events) == 0 {
+		return nil, fmt.Errorf("record: no events")
+	}
+	if s.Follow != nil && len(s.OnlyTGIDs) > 0 {
+		return nil, fmt.Errorf("record: follow processes or list them, not both")
+	}
+	c := NewCollection()
+	shared := append(recordMaps(s), SwitchMap(SwitchMapName))
 	var ctl *Control
 	if s.Control || s.posts() || len(s.Hists) > 0 {
 		var err error

@@ -174,6 +174,17 @@ type Frame struct {
 	// Scratch is the filter's scratch area, for an action that runs a
 	// filter of its own (EmitFilter).
 	Scratch StackArea
+	// depth is how many synthetic events the action runs inside
+	// (synth.go): its entry of the scratch map.
+	depth int
+	// env, in a hist's handler, is the hist's expression operands: its
+	// temporaries, time, resolved references and entry (R8).
+	env *exprEnv
+	// key, in a hist's handler, is the hist's key; watched, in an onmax
+	// or onchange handler, the offset of the watched variable in the
+	// entry (0 elsewhere).
+	key     StackArea
+	watched int16
 }
 
 // Generate builds the program's instructions and its spec.

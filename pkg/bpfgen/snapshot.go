@@ -41,6 +41,13 @@ type SnapshotAction struct {
 	shared  []*ebpf.MapSpec // the recording's maps: Record sets them
 }
 
+// NewSnapshotAction returns the action that marks a snapshot in the
+// batches of the recording s: a hist's snapshot() handler, in a
+// collection that shares the recording's maps by their names.
+func NewSnapshotAction(s *RecordSpec) *SnapshotAction {
+	return &SnapshotAction{Clock: s.Clock, Stream: s.Stream, shared: recordMaps(s)}
+}
+
 func (a *SnapshotAction) stack() int { return 8 }
 
 func (a *SnapshotAction) maps() []*ebpf.MapSpec { return withCounter(a.shared, a.Counter) }
