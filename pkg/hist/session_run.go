@@ -343,19 +343,8 @@ func (h *sessHist) table() *Table {
 // read so far, and it returns context.Cause(ctx); a damaged file stops
 // it with an error naming the damage.
 func (s *Session) RunFile(ctx context.Context, f *tracedat.File, o FileOptions) error {
-	if f.BigEndian {
-		return errors.New("read records of a big-endian trace.dat file: not supported")
-	}
-	for _, h := range s.hists {
-		spec := h.spec
-		if !spec.Timestamp() || spec.EffectiveClock() == f.Clock {
-			continue
-		}
-		if spec.Clock == "" {
-			return fmt.Errorf("common_timestamp: the trace.dat file was recorded with clock %s: add :clock=%s to the hist on %s", f.Clock, f.Clock, h.fm.FullName())
-		}
-		return spec.Errorf(spec.ClockOff, spec.ClockEnd, "the trace.dat file was recorded with clock %s", f.Clock).
-			WithHint("common_timestamp over a file is in the file's clock: use clock=%s", f.Clock)
+	if err := s.CheckFile(f); err != nil {
+		return err
 	}
 	var pids map[int32]bool
 	if len(o.PIDs) > 0 {
@@ -380,4 +369,25 @@ func (s *Session) RunFile(ctx context.Context, f *tracedat.File, o FileOptions) 
 		}
 	}
 	return readErr(it.Err())
+}
+
+// CheckFile says whether the session can run over the records of f, as
+// RunFile does first: a file of the machine's byte order, recorded with
+// the clock of the hists that use common_timestamp.
+func (s *Session) CheckFile(f *tracedat.File) error {
+	if f.BigEndian {
+		return errors.New("read records of a big-endian trace.dat file: not supported")
+	}
+	for _, h := range s.hists {
+		spec := h.spec
+		if !spec.Timestamp() || spec.EffectiveClock() == f.Clock {
+			continue
+		}
+		if spec.Clock == "" {
+			return fmt.Errorf("common_timestamp: the trace.dat file was recorded with clock %s: add :clock=%s to the hist on %s", f.Clock, f.Clock, h.fm.FullName())
+		}
+		return spec.Errorf(spec.ClockOff, spec.ClockEnd, "the trace.dat file was recorded with clock %s", f.Clock).
+			WithHint("common_timestamp over a file is in the file's clock: use clock=%s", f.Clock)
+	}
+	return nil
 }

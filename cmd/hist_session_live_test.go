@@ -1,0 +1,267 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
+)
+
+// sessionRec is a record of a recording the session tests read back.
+type sessionRec struct {
+	event string // "sched_waking", ...
+	ts    uint64
+	pid   int64 // common_pid
+	data  []byte
+	fm    *parse.Format
+}
+
+func (r sessionRec) num(tb testing.TB, field string) int64 {
+	tb.Helper()
+	f := r.fm.Field(field)
+	if f == nil {
+		tb.Fatalf("%s has no field %s", r.event, field)
+	}
+	return int64(f.Value(r.data))
+}
+
+// sessionRecords returns the records of file in the order of its merged
+// timeline, as gtrace hist -i reads them.
+func sessionRecords(t *testing.T, file string) []sessionRec {
+	t.Helper()
+	f, err := tracedat.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	byID := map[int]*parse.Format{}
+	for _, e := range f.Events {
+		byID[e.Format.ID] = e.Format
+	}
+	var recs []sessionRec
+	it := f.Records()
+	for it.Next() {
+		r := it.Record()
+		if len(r.Data) < 8 {
+			continue
+		}
+		fm := byID[int(uint16(r.Data[0])|uint16(r.Data[1])<<8)]
+		if fm == nil {
+			continue
+		}
+		rec := sessionRec{event: fm.Name, ts: r.TS, data: slices.Clone(r.Data), fm: fm}
+		rec.pid = rec.num(t, "common_pid")
+		recs = append(recs, rec)
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func usecs(ns uint64) uint64 { return (ns + 500) / 1000 }
+
+// log2Bucket is the kernel's .log2 bucket of v.
+func log2Bucket(v uint64) int {
+	b := 0
+	for v > 1<<b {
+		b++
+	}
+	return b
+}
+
+// TestPrivilegedHistSessionWakeup records sched_waking and sched_switch,
+// and nanosleep's raw syscalls, while a helper sleeps K times for 20 ms,
+// then runs the wakeup-latency example of inter-event hists over the
+// file (-R 'hist:...' on each -e, --synth). The test computes, from the
+// raw records, what the kernel's hists would: each wakeup of the helper
+// (its time stamp, in µs, kept per pid until the helper next runs)
+// matched with the switch to it. The synthetic event's hist must hold
+// exactly those latencies for the helper's pid, among them the K wakeups
+// that end its sleeps (their switch out is inside a nanosleep), the log2
+// hist their buckets, onmax the largest with the fields of its switch.
+// The syscall-latency variant, sys_enter to sys_exit keyed on
+// common_pid, must show K nanosleeps of the helper of at least 20 ms,
+// each the raw time stamps' difference.
+func TestPrivilegedHistSessionWakeup(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const k, ms = 5, 20
+	dir := t.TempDir()
+	file := filepath.Join(dir, "wakeup.dat")
+	pidFile := filepath.Join(dir, "pid")
+	t.Setenv(pidFileEnv, pidFile)
+	args := append([]string{"record", "-o", file, "-e", "sched:sched_waking", "-e", "sched:sched_switch",
+		"-e", "raw_syscalls:sys_enter", "-f", "id == 35", "-e", "raw_syscalls:sys_exit", "-f", "id == 35"},
+		workload(t, fmt.Sprintf("sleeps %d %d", k, ms))...)
+	// The sched events of the whole machine are recorded: on a loaded
+	// machine a few can be lost (a full ring), or missed (a timer's
+	// wakeup in an interrupt that came while another BPF program ran
+	// on the CPU), and with them a wakeup of the helper. The comparison
+	// with the reference below holds on any recording; the count of the
+	// helper's sleeps needs one that lost none: up to 10 are made.
+	var pid int64
+	var ref wakeupRef
+	complete := regexp.MustCompile(`events \([^)]*\), 0 lost\n`)
+	for try := 1; ; try++ {
+		out, errOut, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+		whole := complete.MatchString(out+errOut) && !strings.Contains(out+errOut, "were missed")
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid, err = strconv.ParseInt(string(b), 10, 64); err != nil {
+			t.Fatal(err)
+		}
+		ref = wakeupReference(t, file, pid)
+		t.Logf("the helper (pid %d): wakeup latencies %v µs, %v of them from its %d sleeps; max %d after pid %d", pid, ref.lats, ref.sleeps, len(ref.enters), ref.maxLat, ref.maxPrev)
+		if len(ref.enters) != k || len(ref.exits) != k {
+			t.Fatalf("the helper made %d nanosleep calls and returned from %d, want %d", len(ref.enters), len(ref.exits), k)
+		}
+		if whole && len(ref.sleeps) != k {
+			t.Fatalf("a recording that lost no event shows %d wakeups of the helper from its %d sleeps", len(ref.sleeps), k)
+		}
+		if whole || try == 10 {
+			break
+		}
+		t.Logf("recording %d lost or missed events:\n%s", try, out+errOut)
+	}
+	lats, sleeps, maxLat, maxPrev, enters, exits := ref.lats, ref.sleeps, ref.maxLat, ref.maxPrev, ref.enters, ref.exits
+
+	out, errOut, code := run(t, "hist", "-q", "-i", file, "--synth", "wakeup_latency u64 lat; pid_t pid; int prio",
+		"-e", "sched:sched_waking", "-R", "hist:keys=pid:ts0=common_timestamp.usecs",
+		"-e", "sched:sched_switch", "-R", "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio):onmax($wakeup_lat).save(prev_pid,next_prio)",
+		"-e", "synthetic:wakeup_latency", "-R", "hist:keys=pid,lat:sort=pid,lat",
+		"-R", "hist:keys=lat.log2:sort=lat if pid == "+strconv.FormatInt(pid, 10))
+	if code != 0 {
+		t.Fatalf("gtrace hist -i: exit %d\n%s", code, errOut)
+	}
+	// Each latency of the helper, with its count.
+	want := map[uint64]int{}
+	for _, l := range lats {
+		want[l]++
+	}
+	got := map[uint64]int{}
+	row := regexp.MustCompile(fmt.Sprintf(`(?m)^\{ pid: +%d, lat: +(\d+) \} hitcount: +(\d+)$`, pid))
+	for _, m := range row.FindAllStringSubmatch(out, -1) {
+		l, _ := strconv.ParseUint(m[1], 10, 64)
+		n, _ := strconv.Atoi(m[2])
+		got[l] += n
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the helper's wakeup latencies: got %v, want %v (from the raw records)\n%s", got, want, out)
+	}
+	for _, l := range sleeps {
+		if got[l] == 0 {
+			t.Errorf("the latency %d µs of a wakeup from a sleep is missing", l)
+		}
+	}
+	buckets := map[int]int{}
+	for _, l := range lats {
+		buckets[log2Bucket(l)]++
+	}
+	for bk, n := range buckets {
+		line := fmt.Sprintf("{ lat: ~ 2^%-2d } hitcount: %10d\n", bk, n)
+		if !strings.Contains(out, line) {
+			t.Errorf("the log2 hist has no line %q\n%s", line, out)
+		}
+	}
+	maxLine := fmt.Sprintf("{ next_pid: %10d } hitcount: %10d\n\tmax: %10d  prev_pid: %10d  next_prio: %10d\n", pid, len(lats), maxLat, maxPrev, 120)
+	if !strings.Contains(out, maxLine) {
+		t.Errorf("onmax: no %q\n%s", maxLine, out)
+	}
+
+	// The syscall-latency variant on the same recording.
+	out, errOut, code = run(t, "hist", "-q", "-i", file, "--synth", "sys_lat u64 lat; long id",
+		"-e", "raw_syscalls:sys_enter", "-R", "hist:keys=common_pid:t0=common_timestamp",
+		"-e", "raw_syscalls:sys_exit", "-R", "hist:keys=common_pid:lat=common_timestamp-$t0:onmatch(raw_syscalls.sys_enter).sys_lat($lat,id)",
+		"-e", "synthetic:sys_lat", "-R", "hist:keys=common_pid,lat:vals=id if common_pid == "+strconv.FormatInt(pid, 10))
+	if code != 0 {
+		t.Fatalf("gtrace hist -i: exit %d\n%s", code, errOut)
+	}
+	for i := range enters {
+		lat := exits[i] - enters[i]
+		if lat < ms*1e6 {
+			t.Errorf("nanosleep %d took %d ns, less than %d ms", i, lat, ms)
+		}
+		line := fmt.Sprintf("{ common_pid: %10d, lat: %10d } hitcount:          1  id:         35\n", pid, lat)
+		if !strings.Contains(out, line) {
+			t.Errorf("no %q in\n%s", line, out)
+		}
+	}
+	if !strings.Contains(out, fmt.Sprintf("Totals:\n    Hits: %d\n    Entries: %d\n", k, k)) {
+		t.Errorf("the syscall latencies of the helper are not %d:\n%s", k, out)
+	}
+}
+
+// wakeupRef is what the kernel's hists would make of a recording, for
+// the helper.
+type wakeupRef struct {
+	lats    []uint64 // the helper's wakeup latencies (µs), in order
+	sleeps  []uint64 // those that end a nanosleep
+	maxLat  uint64
+	maxPrev int64    // prev_pid of the switch of the largest
+	enters  []uint64 // the time stamps of the helper's nanosleep calls
+	exits   []uint64 // and of their returns
+}
+
+// wakeupReference computes, from the raw records of file, each wakeup
+// of task pid (its time stamp, in µs, kept per pid until the task next
+// runs, and read once) matched with the switch to it.
+func wakeupReference(t *testing.T, file string, pid int64) wakeupRef {
+	t.Helper()
+	var ref wakeupRef
+	ts0 := map[int64]uint64{}    // µs, as the hist keeps it
+	wakeNS := map[int64]uint64{} // ns, to place the wakeup
+	var wakes []uint64           // the raw time stamp of the wakeup of each latency
+	for _, r := range sessionRecords(t, file) {
+		switch r.event {
+		case "sys_enter":
+			if r.pid == pid {
+				ref.enters = append(ref.enters, r.ts)
+			}
+		case "sys_exit":
+			if r.pid == pid {
+				ref.exits = append(ref.exits, r.ts)
+			}
+		case "sched_waking":
+			ts0[r.num(t, "pid")] = usecs(r.ts)
+			wakeNS[r.num(t, "pid")] = r.ts
+		case "sched_switch":
+			next := r.num(t, "next_pid")
+			t0, ok := ts0[next]
+			if !ok {
+				continue
+			}
+			delete(ts0, next) // read once
+			if next != pid {
+				continue
+			}
+			lat := usecs(r.ts) - t0
+			ref.lats = append(ref.lats, lat)
+			wakes = append(wakes, wakeNS[next])
+			if lat > ref.maxLat {
+				ref.maxLat, ref.maxPrev = lat, r.num(t, "prev_pid")
+			}
+		}
+	}
+	// A wakeup from a sleep comes between the call and its return.
+	for i, w := range wakes {
+		for j := range min(len(ref.enters), len(ref.exits)) {
+			if ref.enters[j] < w && w < ref.exits[j] {
+				ref.sleeps = append(ref.sleeps, ref.lats[i])
+			}
+		}
+	}
+	return ref
+}
