@@ -277,3 +277,30 @@ func TestSessionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionJSON: the actions of an entry and the snapshot in JSON.
+func TestSessionJSON(t *testing.T) {
+	s, err := newTestSession(t, nil, []string{
+		"sched:sched_waking hist:keys=pid:ts0=common_timestamp.usecs",
+		"sched:sched_switch hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:onmax($lat).save(next_comm,prev_pid):onmax($lat).snapshot()",
+	})
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	for _, r := range []sessRec{waking(1_000_000, 200), switchTo(1_017_000, 1, 200)} {
+		s.Add(sessRecord(t, r), 0, "task", r.ts)
+	}
+	tables, infos := s.Tables()
+	var b bytes.Buffer
+	if err := WriteNDJSON(&b, tables[1:], infos[1:], Resolver{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"actions":[{"handler":"onmax","value":17,"saved":{"next_comm":"t200","prev_pid":1}}]`,
+		`"snapshot":{"handler":"onmax($lat)","value":17,"keys":{"next_pid":200}}`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+}
