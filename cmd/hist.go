@@ -95,7 +95,16 @@ the hist is printed, and -q leaves it out.
 every process they fork from then on, children and grandchildren, from the
 child's first event (trace-cmd's -c and -F): BPF programs on the fork and
 free events keep the set in a map of 65536 entries. Without --follow,
--- CMD does not limit what is counted.`,
+-- CMD does not limit what is counted.
+
+Inter-event hists (docs/hist.md): -R 'hist:...' after an -e is a hist of
+it, as the same string given as its own; hists with variables (NAME=EXPR,
+$NAME, SYS.EVENT.$NAME) and actions (onmatch(SYS.EVENT).SYNTH(...),
+.trace(SYNTH,...), onmax($V)/onchange($V) with .save(...), .snapshot() or
+.trace(...)) are bound together as the kernel binds them, and the
+synthetic events of --synth DEF (gtrace synth) are events -e
+synthetic:NAME. They run over a recording (-i) for now: every hist of the
+session is printed at the end, one block per hist.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -145,6 +154,21 @@ free events keep the set in a map of 65536 entries. Without --follow,
 
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
+
+  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, over a recording
+  gtrace record -o wake.dat -e sched:sched_waking -e sched:sched_switch -- ./app
+  gtrace hist -i wake.dat --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -R 'hist:keys=lat.log2:sort=lat'
+
+  # the worst wakeup latency of each task, with the task switched out for it
+  gtrace hist -i wake.dat -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:onmax($lat).save(next_comm,prev_pid,prev_comm)'
+
+  # system call latency per task, in ns (the slowest saved with its id)
+  gtrace hist -i sys.dat -e raw_syscalls:sys_enter -R 'hist:keys=common_pid:t0=common_timestamp' \
+    -e raw_syscalls:sys_exit -R 'hist:keys=common_pid:lat=common_timestamp-$t0:onmax($lat).save(id,ret)'
 
   # the system calls of task 1234 in a recording (its records' common_pid)
   gtrace hist -i trace.dat -P 1234 -e raw_syscalls:sys_enter -k id.syscall

@@ -37,6 +37,9 @@ type Session struct {
 	byEvent map[string][]*sessHist // by "sys:event"
 	synths  map[string]*sessSynth
 	events  []string // the events of the given hists, in first-seen order
+	// lost is the number of events, of any event type, the ring buffer
+	// lost while the file was recorded, as far as its records say.
+	lost uint64
 	// depth is how deep the current chain of emitted synthetic events
 	// is (synthetic events whose hists emit synthetic events).
 	depth int

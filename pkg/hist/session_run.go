@@ -298,7 +298,9 @@ func (s *Session) Tables() ([]*Table, []string) {
 		for _, hidden := range []bool{false, true} {
 			for _, h := range s.byEvent[ev] {
 				if h.hidden == hidden {
-					tables = append(tables, h.table())
+					t := h.table()
+					t.Lost = s.lost
+					tables = append(tables, t)
 					infos = append(infos, h.spec.String()+" [active]")
 				}
 			}
@@ -357,6 +359,9 @@ func (s *Session) RunFile(ctx context.Context, f *tracedat.File, o FileOptions) 
 	it := f.Records()
 	for n := 1; it.Next(); n++ {
 		rec := it.Record()
+		if rec.Missed > 0 {
+			s.lost += uint64(rec.Missed)
+		}
 		d := rec.Data
 		if len(d) >= 8 && len(s.byID[int(binary.LittleEndian.Uint16(d))]) > 0 {
 			pid := recordPID(d)
