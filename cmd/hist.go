@@ -10,6 +10,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/hist"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
@@ -477,14 +478,14 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(o.Synth.defs) > 0 || interEvent(hists) {
-		return runHistSession(ctx, d, o, f, cat, hists)
-	}
 	for _, h := range hists {
 		if h.Spec.Pause {
 			return h.Spec.Errorf(h.Spec.PauseOff, h.Spec.PauseEnd, "a paused hist over a file would count nothing").
 				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
 		}
+	}
+	if len(o.Synth.defs) > 0 || interEvent(hists) {
+		return runHistSession(ctx, d, o, f, cat, hists)
 	}
 	owner, infos, err := hist.FileShares(f, hists)
 	if err != nil {
@@ -567,7 +568,7 @@ func runHistSession(ctx context.Context, d *Deps, o *histOptions, f *tracedat.Fi
 		}
 		synths = append(synths, hist.SynthEvent{Def: def, Format: fm})
 	}
-	s, err := hist.NewSession(sh, synths)
+	s, err := hist.NewSession(sh, synths, ksym.TextFuncRange(f.Kallsyms))
 	if err != nil {
 		return err
 	}

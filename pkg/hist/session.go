@@ -37,6 +37,7 @@ type Session struct {
 	byEvent map[string][]*sessHist // by "sys:event"
 	synths  map[string]*sessSynth
 	events  []string // the events of the given hists, in first-seen order
+	funcs   parse.FuncResolver
 	// lost is the number of events, of any event type, the ring buffer
 	// lost while the file was recorded, as far as its records say.
 	lost uint64
@@ -53,7 +54,6 @@ const maxSynthDepth = 16
 type sessSynth struct {
 	def *parse.SynthDef
 	fm  *parse.Format
-	rec []byte // the record being built (reused)
 }
 
 // sessHist is one bound hist.
@@ -155,10 +155,11 @@ type sexpr struct {
 }
 
 // NewSession binds hists, in command-line order, and the synthetic
-// events their actions may emit. Errors are *parse.Error on the Src of
+// events their actions may emit; funcs resolves the filters' .function
+// values (nil: there are none). Errors are *parse.Error on the Src of
 // the hist at fault, with the kernel's messages.
-func NewSession(hists []SessionHist, synths []SynthEvent) (*Session, error) {
-	s := &Session{byID: map[int][]*sessHist{}, byEvent: map[string][]*sessHist{}, synths: map[string]*sessSynth{}}
+func NewSession(hists []SessionHist, synths []SynthEvent, funcs parse.FuncResolver) (*Session, error) {
+	s := &Session{byID: map[int][]*sessHist{}, byEvent: map[string][]*sessHist{}, synths: map[string]*sessSynth{}, funcs: funcs}
 	for _, e := range synths {
 		s.synths[e.Def.Name] = &sessSynth{def: e.Def, fm: e.Format}
 	}
@@ -184,15 +185,15 @@ func NewSession(hists []SessionHist, synths []SynthEvent) (*Session, error) {
 // addHist resolves spec's keys, values and filter against fm, and its
 // variables' names; the references are bound later.
 func (s *Session) addHist(spec *parse.HistSpec, fm *parse.Format) (*sessHist, error) {
-	if spec.Name != "" && (len(spec.Vars) > 0 || len(spec.Actions) > 0) {
-		return nil, spec.Errorf(spec.NameOff, spec.NameOff+len(spec.Name), "a named hist with variables or actions: not supported by gtrace").
-			WithHint("leave name= out of the hists of an inter-event session")
+	if spec.Name != "" {
+		return nil, spec.Errorf(spec.NameOff, spec.NameOff+len(spec.Name), "a named hist in an inter-event session: not supported by gtrace").
+			WithHint("leave name= out of the hists of a session (hists with variables or actions, or on synthetic events)")
 	}
 	p, err := newPlan(spec, fm)
 	if err != nil {
 		return nil, err
 	}
-	r, err := newFileRunPlan(p, fm, nil, nil)
+	r, err := newFileRunPlan(p, fm, nil, s.funcs)
 	if err != nil {
 		return nil, err
 	}

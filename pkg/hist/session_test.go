@@ -79,7 +79,7 @@ func newTestSession(tb testing.TB, synth []string, hists []string) (*Session, er
 		}
 		hs = append(hs, SessionHist{Format: fm, Spec: spec})
 	}
-	return NewSession(hs, defs)
+	return NewSession(hs, defs, nil)
 }
 
 // sessionText runs the session over recs and returns its hists as text.
