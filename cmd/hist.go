@@ -10,13 +10,16 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/hist"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/live"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
 type histOptions struct {
 	Input    string      // a trace.dat file: aggregate its records instead of live events
-	Hists    []histEvent // each -e with its hist, in command-line order
+	Hists    []histEvent // each -e with its hists, in command-line order
+	Synth    synthDefs   // --synth: synthetic events the hists' actions emit
 	Name     string
 	PIDs     []int
 	Follow   bool
@@ -36,6 +39,9 @@ type histEvent struct {
 	Pattern string
 	Raw     string
 	Flags   parse.HistFlags
+	// Spec is a hist given with -R 'hist:...', parsed; nil for the
+	// others.
+	Spec *parse.HistSpec
 	// Triggers are the -R after the -e, in order.
 	Triggers []string
 }
@@ -90,7 +96,16 @@ the hist is printed, and -q leaves it out.
 every process they fork from then on, children and grandchildren, from the
 child's first event (trace-cmd's -c and -F): BPF programs on the fork and
 free events keep the set in a map of 65536 entries. Without --follow,
--- CMD does not limit what is counted.`,
+-- CMD does not limit what is counted.
+
+Inter-event hists (docs/hist.md): -R 'hist:...' after an -e is a hist of
+it, as the same string given as its own; hists with variables (NAME=EXPR,
+$NAME, SYS.EVENT.$NAME) and actions (onmatch(SYS.EVENT).SYNTH(...),
+.trace(SYNTH,...), onmax($V)/onchange($V) with .save(...), .snapshot() or
+.trace(...)) are bound together as the kernel binds them, and the
+synthetic events of --synth DEF (gtrace synth) are events -e
+synthetic:NAME. They run over a recording (-i) for now: every hist of the
+session is printed at the end, one block per hist.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -141,6 +156,21 @@ free events keep the set in a map of 65536 entries. Without --follow,
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
+  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, over a recording
+  gtrace record -o wake.dat -e sched:sched_waking -e sched:sched_switch -- ./app
+  gtrace hist -i wake.dat --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -R 'hist:keys=lat.log2:sort=lat'
+
+  # the worst wakeup latency of each task, with the task switched out for it
+  gtrace hist -i wake.dat -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:onmax($lat).save(next_comm,prev_pid,prev_comm)'
+
+  # system call latency per task, in ns (the slowest saved with its id)
+  gtrace hist -i sys.dat -e raw_syscalls:sys_enter -R 'hist:keys=common_pid:t0=common_timestamp' \
+    -e raw_syscalls:sys_exit -R 'hist:keys=common_pid:lat=common_timestamp-$t0:onmax($lat).save(id,ret)'
+
   # the system calls of task 1234 in a recording (its records' common_pid)
   gtrace hist -i trace.dat -P 1234 -e raw_syscalls:sys_enter -k id.syscall
 
@@ -165,15 +195,30 @@ free events keep the set in a map of 65536 entries. Without --follow,
 			}
 			o.Hists = nil
 			for _, e := range ev.Events {
-				h, err := bindHist(e, ev.Common, o.Name)
+				hists, others, err := histTriggers(e.Opts["trigger"])
 				if err != nil {
 					return err
 				}
-				h.Triggers = e.Opts["trigger"]
-				o.Hists = append(o.Hists, h)
-				if o.Input != "" && len(h.Triggers) > 0 {
-					return usagef("-R runs triggers in BPF, on live events: not with -i")
+				if len(hists) == 0 || ownHist(e, ev.Common) {
+					h, err := bindHist(e, ev.Common, o.Name)
+					if err != nil {
+						return err
+					}
+					hists = append([]histEvent{h}, hists...)
 				}
+				for i := range hists {
+					hists[i].Pattern = e.Pattern
+				}
+				hists[0].Triggers = others
+				o.Hists = append(o.Hists, hists...)
+				if o.Input != "" && len(others) > 0 {
+					return usagef("-R runs triggers in BPF, on live events: not with -i (but for -R 'hist:...', a hist of the -e)")
+				}
+			}
+			if o.Input == "" && len(o.Synth.defs) > 0 {
+				d := o.Synth.defs[0]
+				return parse.Errorf(o.Synth.what(), d.Src, d.NameOff, d.NameOff+len(d.Name), "synthetic events run over a recording for now").
+					WithHint("record the events the hists are on with gtrace record, then run the hists with gtrace hist -i FILE --synth ...")
 			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
@@ -210,7 +255,8 @@ free events keep the set in a map of 65536 entries. Without --follow,
 	ev.option(f, eventOption{name: "filter", short: "f", typ: "string", once: "a filter", onceHint: "join the two with && in one -f"},
 		"only count events that match this filter")
 	ev.option(f, eventOption{name: "trigger", short: "R", typ: "TRIGGER", needsEvent: "a trigger must follow the -e EVENT it is on"},
-		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event (repeatable; see docs/triggers.md)")
+		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event, or 'hist:...', a hist of the event (repeatable; see docs/triggers.md)")
+	o.Synth.register(f)
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing counts until a traceon trigger (-R) fires")
 	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
@@ -323,8 +369,43 @@ func bindHist(e boundEvent, common eventOpts, name string) (histEvent, error) {
 	return h, nil
 }
 
+// ownHist reports whether event e has a hist other than those of -R: a
+// string or flags of its own, or of the options before the first -e.
+func ownHist(e boundEvent, common eventOpts) bool {
+	for _, n := range append([]string{"hist"}, histFlagNames...) {
+		if _, ok := e.Opts[n]; ok {
+			return true
+		}
+		if _, ok := common[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// histTriggers splits the -R of an event into its hists, -R 'hist:...',
+// which mean what the same string as the -e's own hist means, and the
+// other triggers, as given.
+func histTriggers(triggers []string) (hists []histEvent, others []string, err error) {
+	for _, src := range triggers {
+		t, err := parse.ParseTrigger("-R", src)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t.Cmd == parse.TrigHist && !t.Remove {
+			hists = append(hists, histEvent{Spec: t.Hist})
+			continue
+		}
+		others = append(others, src)
+	}
+	return hists, others, nil
+}
+
 // histSpec parses the hist of an event from its string or its flags.
 func histSpec(h histEvent) (*parse.HistSpec, error) {
+	if h.Spec != nil {
+		return h.Spec, nil
+	}
 	if h.Raw != "" {
 		return parse.ParseHist("hist", h.Raw)
 	}
@@ -390,6 +471,9 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		warnDamage(d, o.Input, f)
 		warnSkipped(d, o.Input, "the hist", f)
 	}()
+	if cat, err = o.Synth.catalog(cat); err != nil {
+		return err
+	}
 	hists, err := histSpecs(cat, o.Hists, true)
 	if err != nil {
 		return err
@@ -399,6 +483,9 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 			return h.Spec.Errorf(h.Spec.PauseOff, h.Spec.PauseEnd, "a paused hist over a file would count nothing").
 				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
 		}
+	}
+	if len(o.Synth.defs) > 0 || interEvent(hists) {
+		return runHistSession(ctx, d, o, f, cat, hists)
 	}
 	owner, infos, err := hist.FileShares(f, hists)
 	if err != nil {
@@ -449,4 +536,69 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		return context.Cause(ctx)
 	}
 	return damage
+}
+
+// interEvent reports whether hists are an inter-event session: a hist
+// with variables or actions, or one on a synthetic event.
+func interEvent(hists []hist.EventHist) bool {
+	for _, h := range hists {
+		if len(h.Spec.Vars) > 0 || len(h.Spec.Actions) > 0 || strings.HasPrefix(h.Event, parse.SynthSystem+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// runHistSession runs the hists of an inter-event session over the
+// records of f, the synthetic events of --synth from cat.
+func runHistSession(ctx context.Context, d *Deps, o *histOptions, f *tracedat.File, cat catalog.Catalog, hists []hist.EventHist) error {
+	var sh []hist.SessionHist
+	for _, h := range hists {
+		fm, err := sessionFormat(f, cat, h.Event)
+		if err != nil {
+			return err
+		}
+		sh = append(sh, hist.SessionHist{Format: fm, Spec: h.Spec})
+	}
+	var synths []hist.SynthEvent
+	for _, def := range o.Synth.defs {
+		fm, _, err := cat.Format(catalog.Event{System: parse.SynthSystem, Name: def.Name})
+		if err != nil {
+			return err
+		}
+		synths = append(synths, hist.SynthEvent{Def: def, Format: fm})
+	}
+	s, err := hist.NewSession(sh, synths, ksym.TextFuncRange(f.Kallsyms))
+	if err != nil {
+		return err
+	}
+	if err := s.CheckFile(f); err != nil {
+		return err
+	}
+	stop := showProgress(d, o.Quiet, "", o.Input, f)
+	err = s.RunFile(ctx, f, hist.FileOptions{PIDs: o.PIDs})
+	stop()
+	var damage error
+	if err != nil && ctx.Err() == nil {
+		// A damaged or cut file: print what could be read, then fail.
+		damage = fmt.Errorf("%s: %w (the hists above count the records before the damage)", o.Input, err)
+	}
+	tables, infos := s.Tables()
+	if err := hist.Write(d.Out, o.Format, tables, infos, hist.FileResolver(f)); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return damage
+}
+
+// sessionFormat is the format of event name in cat: a synthetic event
+// of --synth, or an event of the file f.
+func sessionFormat(f *tracedat.File, cat catalog.Catalog, name string) (*parse.Format, error) {
+	if sys, ev, ok := strings.Cut(name, ":"); ok && sys == parse.SynthSystem {
+		fm, _, err := cat.Format(catalog.Event{System: sys, Name: ev})
+		return fm, err
+	}
+	return hist.FileFormat(f, name)
 }

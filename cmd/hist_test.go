@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -271,5 +272,71 @@ func TestHistFilePIDs(t *testing.T) {
 	c.SetErr(io.Discard)
 	if err := c.Execute(); err == nil || !strings.Contains(err.Error(), "no process "+dead) {
 		t.Fatalf("live hist -P %s: %v, want no process", dead, err)
+	}
+}
+
+// TestHistCmdHistTrigger: -R 'hist:...' is a hist of the -e before it,
+// as the same string given as the -e's own hist; with an own hist too,
+// the event has both, and the other -R stay with the first.
+func TestHistCmdHistTrigger(t *testing.T) {
+	sw := "sched:sched_switch"
+	parsed := func(args ...string) []string {
+		t.Helper()
+		var got *histOptions
+		c := newHistCmd(&Deps{}, func(o *histOptions) error { got = o; return nil })
+		c.SetArgs(args)
+		if err := c.Execute(); err != nil {
+			t.Fatalf("hist %q: %v", args, err)
+		}
+		var specs []string
+		for _, h := range got.Hists {
+			spec, err := histSpec(h)
+			if err != nil {
+				t.Fatalf("hist %q: %v", args, err)
+			}
+			specs = append(specs, fmt.Sprintf("%s %s %q", h.Pattern, spec, h.Triggers))
+		}
+		return specs
+	}
+	own := parsed("-e", sw, "hist:keys=next_pid:ts=common_timestamp")
+	r := parsed("-e", sw, "-R", "hist:keys=next_pid:ts=common_timestamp")
+	if !reflect.DeepEqual(own, r) || len(own) != 1 {
+		t.Errorf("the -e's own hist %q, the same with -R %q", own, r)
+	}
+	got := parsed("-e", sw, "-k", "prev_pid", "-R", "traceoff", "-R", "hist:keys=next_pid")
+	want := []string{
+		sw + ` hist:keys=prev_pid:vals=hitcount:sort=hitcount:size=2048 ["traceoff"]`,
+		sw + ` hist:keys=next_pid:vals=hitcount:sort=hitcount:size=2048 []`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	got = parsed("-e", sw, "-R", "traceoff", "-R", "hist:keys=next_pid", "-R", "hist:keys=prev_pid")
+	want = []string{
+		sw + ` hist:keys=next_pid:vals=hitcount:sort=hitcount:size=2048 ["traceoff"]`,
+		sw + ` hist:keys=prev_pid:vals=hitcount:sort=hitcount:size=2048 []`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestHistSessionLiveRefused: variables, actions and synthetic events
+// run over a recording (-i) for now; live, each is refused with a caret
+// and exit 2.
+func TestHistSessionLiveRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hist", "--synth", "lat u64 lat", "-e", "sched:sched_switch", "-k", "prev_pid"},
+			"--synth:1:1: synthetic events run over a recording for now\n  lat u64 lat\n  ^~~\n"},
+		{[]string{"hist", "-e", "sched:sched_switch", "-R", "hist:keys=next_pid:ts0=common_timestamp"},
+			"-R:1:20: not implemented by gtrace yet: hist variables\n  hist:keys=next_pid:ts0=common_timestamp\n                     ^~~~~~~~~~~~~~~~~~~~\n  hint: inter-event hists (variables, onmatch, onmax, onchange) run over a recording for now"},
+	} {
+		_, errOut, code := run(t, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("gtrace %q: exit %d\n%s\nwant exit 2 and\n%s", tc.args, code, errOut, tc.want)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // for noPID, then waits for goOnEnv's file), "getpgid-cpus N" (N getpgid
 // calls for noPID on each CPU), "write N" (writes of 1..N bytes to fd
 // 100), "write-getppid N" (each write followed by a getppid), "lines N" (N numbered lines to fd 1 and to fd 2, both
-// /dev/null), "nanosleep N" (N sleeps of 1 µs), "exec PROGRAM N", "exit
+// /dev/null), "nanosleep N" (N sleeps of 1 µs), "sleeps N MS" (N sleeps of MS ms), "exec PROGRAM N", "exit
 // N", the process trees of --follow (follow_live_test.go),
 // "filter-matrix CPU" (filter_matrix_live_test.go) or "main ARGS..."
 // (gtrace itself, as main.go runs it; the arguments are those of argsEnv
@@ -210,6 +210,16 @@ func runWorkload(w string) int {
 		}
 		for i := 0; i < n; i++ {
 			syscall.Nanosleep(&syscall.Timespec{Nsec: 1000}, nil)
+		}
+	case "sleeps":
+		// sleeps N MS: N nanosleeps of MS milliseconds, the pid to the
+		// file pidFileEnv names first.
+		if err := os.WriteFile(os.Getenv(pidFileEnv), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return 94
+		}
+		ms, _ := strconv.Atoi(fields[2])
+		for range n {
+			syscall.Nanosleep(&syscall.Timespec{Nsec: int64(ms) * 1e6}, nil)
 		}
 	case "open":
 		// open N: open /dev/null N times and / 2N times, with the flags

@@ -261,6 +261,13 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	if err != nil {
 		return nil, err
 	}
+	return newFileRunPlan(p, fm, cmdlines, funcs)
+}
+
+// newFileRunPlan is newFileRun of a plan made already.
+func newFileRunPlan(p *Plan, fm *parse.Format, cmdlines map[int]string, funcs parse.FuncResolver) (*fileRun, error) {
+	spec := p.Spec
+	var err error
 	for _, k := range p.Keys {
 		if k.Kind == KeyStack {
 			return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no stacks")
@@ -489,30 +496,7 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 		return true
 	}
 	key := w.key
-	for i := range r.keys {
-		k := &r.keys[i]
-		var v uint64
-		switch {
-		case k.str:
-			slot := key[k.off : k.off+k.size]
-			clear(slot)
-			if k.src == bpfgen.SrcComm {
-				copy(slot[:k.max], comm)
-			} else {
-				copy(slot[:k.max], k.field.Bytes(d))
-			}
-			continue
-		case k.expr != nil:
-			v = evalExpr(k.expr, d, cpu, pid, ts)
-		case k.src == bpfgen.SrcPID:
-			v = uint64(int64(pid))
-		case k.src == bpfgen.SrcCPU:
-			v = uint64(cpu)
-		default:
-			v = k.field.Value(d)
-		}
-		binary.LittleEndian.PutUint64(key[k.off:], bucket(k.key, v))
-	}
+	r.fillKey(key, d, cpu, pid, comm, ts)
 	var e *tracingmap.Elt
 	if r.saveComm {
 		e = w.m.InsertComm(key, comm)
@@ -541,6 +525,35 @@ func (w *fileWorker) count(d []byte, cpu int, pid int32, comm string, ts uint64)
 		}
 	}
 	return true
+}
+
+// fillKey builds the key of record d, recorded on cpu at time ts by task
+// pid named comm, in key, as the BPF program builds it.
+func (r *fileRun) fillKey(key, d []byte, cpu int, pid int32, comm string, ts uint64) {
+	for i := range r.keys {
+		k := &r.keys[i]
+		var v uint64
+		switch {
+		case k.str:
+			slot := key[k.off : k.off+k.size]
+			clear(slot)
+			if k.src == bpfgen.SrcComm {
+				copy(slot[:k.max], comm)
+			} else {
+				copy(slot[:k.max], k.field.Bytes(d))
+			}
+			continue
+		case k.expr != nil:
+			v = evalExpr(k.expr, d, cpu, pid, ts)
+		case k.src == bpfgen.SrcPID:
+			v = uint64(int64(pid))
+		case k.src == bpfgen.SrcCPU:
+			v = uint64(cpu)
+		default:
+			v = k.field.Value(d)
+		}
+		binary.LittleEndian.PutUint64(key[k.off:], bucket(k.key, v))
+	}
 }
 
 // value is the number record d adds to the sum, recorded on cpu at time

@@ -14,13 +14,33 @@ type jsonTable struct {
 	Event   string      `json:"event"`
 	Trigger string      `json:"trigger"`
 	Entries []jsonEntry `json:"entries"`
-	Totals  jsonTotals  `json:"totals"`
+	// Snapshot is what a snapshot() action remembered, when one fired.
+	Snapshot *jsonSnapshot `json:"snapshot,omitempty"`
+	Totals   jsonTotals    `json:"totals"`
 }
 
 type jsonEntry struct {
 	Keys     jsonKeys    `json:"keys"`
 	Hitcount uint64      `json:"hitcount"`
 	Values   []jsonValue `json:"values"`
+	// Actions are the entry's onmax and onchange actions (but snapshot()).
+	Actions []jsonAction `json:"actions,omitempty"`
+}
+
+// jsonAction is what an onmax or onchange action keeps in an entry.
+type jsonAction struct {
+	Handler string `json:"handler"` // "onmax" or "onchange"
+	Value   uint64 `json:"value"`
+	// Saved are the save() fields, by name: a number, a string, or null
+	// when the save action has not fired for the entry.
+	Saved jsonKeys `json:"saved"`
+}
+
+// jsonSnapshot is the triggering value and key of a hist's last snapshot.
+type jsonSnapshot struct {
+	Handler string   `json:"handler"` // as the kernel prints it: "onmax($wakeup_lat)"
+	Value   uint64   `json:"value"`
+	Keys    jsonKeys `json:"keys"`
 }
 
 // jsonKeys are the key columns of an entry (keyColumns), an object whose
@@ -81,6 +101,13 @@ type jsonTotals struct {
 // hitcount is always given, even with nohitcount. Modifiers are as written
 // in the trigger ("hex", "percent"), "" for none. Entries are in their
 // current order (call Table.Sort first).
+//
+// The hists of an inter-event session add, to an entry with onmax or
+// onchange actions, "actions": [{"handler": "onmax", "value": N,
+// "saved": {"<field>": value or null, ...}}], and to a hist whose
+// snapshot() fired, "snapshot": {"handler": "onmax($v)", "value": N,
+// "keys": {...}} (keys as an entry's); variables are not values, and
+// appear only in the trigger.
 //
 // When events were dropped, the totals' "dropped_values" give, for each
 // .percent column, its sum over the dropped events ({"name", "modifier",
@@ -157,7 +184,30 @@ func jsonTableOf(t *Table, trigger string, r Resolver) jsonTable {
 			c := &cols[j]
 			je.Values[j] = jsonValue{Name: c.spec.Name, Modifier: modifierText(c.spec), Value: c.cell(e)}
 		}
+		for _, a := range e.Actions {
+			ja := jsonAction{Handler: a.Handler.String(), Value: a.Value, Saved: jsonKeys{names: []string{}, cells: []any{}}}
+			for _, f := range a.Saved {
+				var v any
+				switch {
+				case !f.Set:
+				case f.Str:
+					v = f.Text
+				default:
+					v = f.Num
+				}
+				ja.Saved.names = append(ja.Saved.names, f.Name)
+				ja.Saved.cells = append(ja.Saved.cells, v)
+			}
+			je.Actions = append(je.Actions, ja)
+		}
 		jt.Entries[i] = je
+	}
+	if sn := t.Snapshot; sn != nil {
+		js := &jsonSnapshot{Handler: sn.Handler, Value: sn.Value, Keys: jsonKeys{names: names}}
+		for j := range p.Keys {
+			js.Keys.cells = keyCells(js.Keys.cells, &p.Keys[j], &sn.Keys[j], sn.Comm, r)
+		}
+		jt.Snapshot = js
 	}
 	return jt
 }

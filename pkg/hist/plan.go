@@ -22,6 +22,13 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 	if err := interEvent(spec); err != nil {
 		return nil, err
 	}
+	return newPlan(spec, f)
+}
+
+// newPlan is NewPlan without the refusal of variables: a value that
+// uses a variable reference gets a Val without Expr, which a Session
+// computes.
+func newPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 	p := &Plan{Event: f.FullName(), Spec: spec, Size: spec.EffectiveSize()}
 	for _, k := range spec.Keys {
 		key, err := resolveKey(spec, f, k)
@@ -33,6 +40,10 @@ func NewPlan(spec *parse.HistSpec, f *parse.Format) (*Plan, error) {
 	for _, v := range spec.Vals {
 		if v.Name == "hitcount" {
 			p.HitcountMod = v.Mod
+			continue
+		}
+		if v.HasRef() {
+			p.Vals = append(p.Vals, Val{Spec: v})
 			continue
 		}
 		if computed(v) {
@@ -316,10 +327,11 @@ func modSuffix(f parse.HistField) string {
 	return "." + f.Mod.String()
 }
 
-// interEvent refuses what the parser takes of inter-event hists and
-// gtrace does not run yet: variables, their references and actions.
+// interEvent refuses what a single hist in BPF does not run yet:
+// variables, their references and actions, which a Session runs over a
+// recording (NewSession).
 func interEvent(spec *parse.HistSpec) error {
-	const hint = "inter-event hists (variables, onmatch, onmax, onchange) are coming to gtrace; the kernel runs them where it has CONFIG_HIST_TRIGGERS and CONFIG_SYNTH_EVENTS"
+	const hint = "inter-event hists (variables, onmatch, onmax, onchange) run over a recording for now: gtrace record the events, then gtrace hist -i FILE with the same hists"
 	if len(spec.Vars) > 0 {
 		v := spec.Vars[0]
 		return spec.Errorf(v.Off, v.End, "not implemented by gtrace yet: hist variables").WithHint(hint)

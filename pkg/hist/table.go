@@ -61,6 +61,37 @@ type Entry struct {
 	Comm     string     // task name saved when the entry was created (for .execname keys)
 	Hitcount uint64
 	Vals     []uint64 // one per Plan.Vals
+	// Actions are the entry's onmax and onchange actions but snapshot(),
+	// in the order of the spec: what the kernel appends to the entry
+	// line (grammar §6.4).
+	Actions []EntryAction
+}
+
+// EntryAction is what an onmax or onchange action keeps in an entry.
+type EntryAction struct {
+	Handler parse.HistHandler // parse.OnMax or parse.OnChange
+	Value   uint64            // the max, or the last value that changed
+	// Saved are the hist's save() fields, as the event that last fired
+	// the save action had them.
+	Saved []SavedField
+}
+
+// SavedField is one save() field of an entry.
+type SavedField struct {
+	Name string
+	Str  bool   // a string field: Text, else Num
+	Set  bool   // the save action has fired for the entry
+	Num  uint64 // number
+	Text string // string
+}
+
+// Snapshot is what a snapshot() action remembers of the event that took
+// the last snapshot (grammar §6.6).
+type Snapshot struct {
+	Handler string // the handler as the kernel prints it: "onmax($wakeup_lat)"
+	Value   uint64 // the triggering value
+	Keys    []KeyValue
+	Comm    string // the entry's saved task name, for .execname keys
 }
 
 // Table is the contents of a hist: its entries and counters.
@@ -73,6 +104,8 @@ type Table struct {
 	// dropped events, which a sum's .percent counts in its total; nil
 	// when the plan keeps none (no sum is .percent).
 	DroppedVals []uint64
+	// Snapshot is set when a snapshot() action of the hist has fired.
+	Snapshot *Snapshot
 }
 
 // Hits returns the sum of the entries' hitcounts: the kernel's "Hits:".

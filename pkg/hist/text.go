@@ -77,6 +77,12 @@ func WriteText(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) e
 				return fmt.Errorf("write hist text: %w", err)
 			}
 		}
+		if t.Snapshot != nil {
+			line = appendSnapshotText(line[:0], t.Plan, t.Snapshot, r)
+			if _, err := bw.Write(line); err != nil {
+				return fmt.Errorf("write hist text: %w", err)
+			}
+		}
 		fmt.Fprintf(bw, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n", t.Hits(), len(t.Entries), t.Dropped)
 	}
 	if err := bw.Flush(); err != nil {
@@ -88,26 +94,7 @@ func WriteText(w io.Writer, tables []*Table, triggerInfo []string, r Resolver) e
 // appendEntryText appends one entry line, newline included, as the
 // kernel's hist_trigger_entry_print does.
 func appendEntryText(b []byte, p *Plan, e *Entry, cols []column, stats []colStat, noHitcount bool, r Resolver) []byte {
-	b = append(b, "{ "...)
-	multiline := false
-	for i := range p.Keys {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		k := &p.Keys[i]
-		b = append(b, k.Spec.Name...)
-		if k.Kind == KeyStack {
-			b = appendStackText(b, e.Keys[i].Stack, r)
-			multiline = true
-			continue
-		}
-		b = append(b, ": "...)
-		b = appendKeyText(b, k, &e.Keys[i], e.Comm, r)
-	}
-	if !multiline {
-		b = append(b, ' ')
-	}
-	b = append(b, '}')
+	b = appendKeysText(b, p, e.Keys, e.Comm, r)
 	if !noHitcount {
 		b = append(b, " hitcount: "...)
 		b = appendNum(b, e.Hitcount, 10, 10)
@@ -141,6 +128,73 @@ func appendEntryText(b []byte, p *Plan, e *Entry, cols []column, stats []colStat
 			}
 		}
 	}
+	for _, a := range e.Actions {
+		b = appendActionText(b, &a)
+	}
+	return append(b, '\n')
+}
+
+// appendKeysText appends the braced keys of an entry (the kernel's
+// hist_trigger_print_key): "{ NAME: VALUE, ... }", the '}' on a line of
+// its own after a stack.
+func appendKeysText(b []byte, p *Plan, keys []KeyValue, comm string, r Resolver) []byte {
+	b = append(b, "{ "...)
+	multiline := false
+	for i := range p.Keys {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		k := &p.Keys[i]
+		b = append(b, k.Spec.Name...)
+		if k.Kind == KeyStack {
+			b = appendStackText(b, keys[i].Stack, r)
+			multiline = true
+			continue
+		}
+		b = append(b, ": "...)
+		b = appendKeyText(b, k, &keys[i], comm, r)
+	}
+	if !multiline {
+		b = append(b, ' ')
+	}
+	return append(b, '}')
+}
+
+// appendActionText appends what an onmax or onchange action adds to the
+// entry line (grammar §6.4): the tracked value on a line of its own
+// after a tab, then the saved fields; a string the save action has not
+// set prints as the kernel prints its NULL, "(null)".
+func appendActionText(b []byte, a *EntryAction) []byte {
+	if a.Handler == parse.OnMax {
+		b = append(b, "\n\tmax: "...)
+	} else {
+		b = append(b, "\n\tchanged: "...)
+	}
+	b = appendNum(b, a.Value, 10, 10)
+	for _, f := range a.Saved {
+		b = append(b, "  "+f.Name+": "...)
+		switch {
+		case f.Str && f.Set:
+			b = appendPadRight(b, f.Text, 32)
+		case f.Str:
+			b = appendPadRight(b, "(null)", 32)
+		default:
+			b = appendNum(b, f.Num, 10, 10)
+		}
+	}
+	return b
+}
+
+// appendSnapshotText appends the block of a hist whose snapshot() action
+// has fired (grammar §6.6), with the newline the kernel leaves out
+// between the value and "triggered by" (§12.13).
+func appendSnapshotText(b []byte, p *Plan, s *Snapshot, r Resolver) []byte {
+	b = append(b, "\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value { "...)
+	b = append(b, s.Handler...)
+	b = append(b, " }: "...)
+	b = appendNum(b, s.Value, 10, 10)
+	b = append(b, "\n\ttriggered by event with key: "...)
+	b = appendKeysText(b, p, s.Keys, s.Comm, r)
 	return append(b, '\n')
 }
 

@@ -187,6 +187,101 @@ record_gtrace() {
 	rm -f /tmp/k.dat /tmp/g.dat /tmp/g.snapshot-*.dat
 }
 
+# session_case: TRIGGER "session DEF ,, DEF ## T1 ;; T2 ...": inter-event
+# hists. The kernel: the definitions appended to synthetic_events, the
+# i-th Ti to the trigger file of the i-th word of EVENT (synthetic:NAME
+# for a synthetic event), in order; the workload runs once, recorded by
+# trace-cmd record -C mono (the events of EVENT that are not synthetic);
+# the hist files are read in order of first mention, then the triggers
+# (newest first) and the definitions removed. A case with snapshot()
+# puts its triggers in an instance, whose buffer the snapshot swaps, not
+# the top one trace-cmd records (its time stamps are then the instance's:
+# such a case compares none). gtrace: gtrace hist -i of
+# that recording, with --synth DEF for each and -e EVENT -R Ti for each,
+# must print the same hists: the same events, the same time stamps.
+session_case() {
+	rest=${trig#session}
+	echo "${rest%%##*}" | sed 's/ ,, /\n/g' >/tmp/s.defs
+	rest="${rest#*##} ;;"
+	: >/tmp/k.out
+	: >/tmp/k.err
+	: >/tmp/m.list
+	echo >$T/error_log 2>/dev/null
+	for e in $event; do
+		echo "$e $(trim "${rest%%;;*}")" >>/tmp/m.list
+		rest=${rest#*;;}
+	done
+	# A snapshot() swaps the buffer it is in: its hists go to an instance,
+	# so that the top buffer trace-cmd records keeps every record.
+	tdir=$T
+	case $trig in *'snapshot()'*)
+		mkdir $T/instances/session
+		tdir=$T/instances/session
+		;;
+	esac
+	krc=0
+	while read -r d; do
+		d=$(trim "$d")
+		[ -n "$d" ] || continue
+		if ! echo "$d" >>$T/synthetic_events 2>>/tmp/k.err; then
+			krc=1
+			cat $T/error_log >>/tmp/k.err
+		fi
+	done </tmp/s.defs
+	if [ $krc = 0 ]; then
+		while read -r e t; do
+			if ! echo "$t" >>"$tdir/events/${e%%:*}/${e#*:}/trigger" 2>>/tmp/k.err; then
+				krc=1
+				cat $T/error_log >>/tmp/k.err
+				break
+			fi
+		done </tmp/m.list
+	fi
+	set --
+	for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
+		case $e in synthetic:*) ;; *) set -- "$@" -e "$e" ;; esac
+	done
+	if [ $krc = 0 ]; then
+		# shellcheck disable=SC2086 # ops are words
+		for try in 1 2 3; do
+			trace-cmd record -q -C mono "$@" -o /tmp/k.dat vmload -pid $PID $ops >>/tmp/k.err 2>&1
+			krc=$?
+			[ $krc = 75 ] || break
+		done
+		n=0
+		for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
+			[ $n = 0 ] || printf '\n\n' >>/tmp/k.out
+			cat "$tdir/events/${e%%:*}/${e#*:}/hist" >>/tmp/k.out
+			n=1
+		done
+	fi
+	sed -n '1!G;h;$p' /tmp/m.list | while read -r e t; do
+		echo "!$t" >>"$tdir/events/${e%%:*}/${e#*:}/trigger" 2>/dev/null
+	done
+	[ $tdir = $T ] || rmdir $tdir
+	while read -r d; do
+		d=$(trim "$d")
+		[ -n "$d" ] && echo "!${d%% *}" >>$T/synthetic_events 2>/dev/null
+	done </tmp/s.defs
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+
+	set -- -i /tmp/k.dat
+	while read -r d; do
+		d=$(trim "$d")
+		[ -n "$d" ] && set -- "$@" --synth "$d"
+	done </tmp/s.defs
+	while read -r e t; do
+		set -- "$@" -e "$e" -R "$t"
+	done </tmp/m.list
+	gtrace hist -q "$@" >/tmp/g.out 2>/tmp/g.err
+	grc=$?
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
 # record_case: the events recorded by trace-cmd and by gtrace record, both
 # printed by trace-cmd report (KERNEL, GTRACE); and trace-cmd's recording
 # printed by gtrace report (REPORT), which must equal KERNEL.
@@ -470,7 +565,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; sql*) kind=sql ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; sql*) kind=sql ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

@@ -12,6 +12,8 @@
 //	    N calls of that system call
 //	lseek=FROM:TO:STEP
 //	    lseek(fd, off, SEEK_SET) on /dev/null for off = FROM, FROM+STEP, ... < TO
+//	nanosleep=N:US
+//	    N calls of nanosleep for US microseconds: N wakeups of the task
 //	write-sym=NAME+OFF*N
 //	    N calls of write(fd, ADDR, 0) on /dev/null, where ADDR is the kernel
 //	    address of symbol NAME (from /proc/kallsyms) plus OFF: a field that
@@ -36,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 func init() {
@@ -120,7 +123,7 @@ func worker(ops []string) error {
 type op struct {
 	nr             uintptr // system call number
 	from, to, step uintptr // lseek offsets, or 0, n, 1
-	addr           uintptr // write-sym: the address
+	addr           uintptr // write-sym: the address; nanosleep: the microseconds
 }
 
 func run(ops []string) error {
@@ -140,6 +143,9 @@ func run(ops []string) error {
 				syscall.RawSyscall(o.nr, fd, i, 0)
 			case o.nr == syscall.SYS_WRITE:
 				syscall.RawSyscall(o.nr, fd, o.addr, 0)
+			case o.nr == syscall.SYS_NANOSLEEP:
+				ts := syscall.NsecToTimespec(int64(o.addr) * 1000)
+				syscall.Syscall(o.nr, uintptr(unsafe.Pointer(&ts)), 0, 0)
 			default:
 				syscall.RawSyscall(o.nr, 0, 0, 0)
 			}
@@ -187,6 +193,17 @@ func parseOps(ops []string) ([]op, error) {
 				return nil, fmt.Errorf("op %q: STEP is 0", s)
 			}
 			list = append(list, op{nr: syscall.SYS_LSEEK, from: uintptr(f[0]), to: uintptr(f[1]), step: uintptr(f[2])})
+		case name == "nanosleep":
+			n, us, ok := strings.Cut(arg, ":")
+			count, err := strconv.ParseUint(n, 10, 32)
+			if err != nil || !ok {
+				return nil, fmt.Errorf("op %q: want nanosleep=N:US", s)
+			}
+			usecs, err := strconv.ParseUint(us, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("op %q: %w", s, err)
+			}
+			list = append(list, op{nr: syscall.SYS_NANOSLEEP, to: uintptr(count), step: 1, addr: uintptr(usecs)})
 		case name == "write-sym":
 			sym, n, ok := strings.Cut(arg, "*")
 			if !ok {
