@@ -236,29 +236,35 @@ func (c *probes) remove(d *parse.ProbeDef) bool {
 	return n > 0
 }
 
-// Listing returns the probe definitions of the catalog as the kernel
-// lists them in kprobe_events (user false) or uprobe_events (user true),
-// a line each.
-func (c *probes) listing(user bool) []string {
+// ProbeListing returns the probe definitions c has (WithProbes), as
+// the kernel lists them in dynamic_events, a line each in the order they
+// were given; none for another catalog.
+func ProbeListing(c Catalog) []string {
+	p, ok := c.(*probes)
+	if !ok {
+		return nil
+	}
 	var out []string
-	for _, e := range c.events {
+	for _, e := range p.events {
 		for _, d := range e.defs {
-			if d.User == user {
-				out = append(out, d.String())
-			}
+			out = append(out, d.String())
 		}
 	}
 	return out
 }
 
-// ProbeListing returns the probe definitions c has (WithProbes), as
-// the kernel lists them in kprobe_events (user false) or uprobe_events
-// (user true), a line each; none for another catalog.
-func ProbeListing(c Catalog, user bool) []string {
-	if p, ok := c.(*probes); ok {
-		return p.listing(user)
+// ProbeEvents returns the probe events c has (WithProbes), in the order
+// they were defined; none for another catalog.
+func ProbeEvents(c Catalog) []Event {
+	p, ok := c.(*probes)
+	if !ok {
+		return nil
 	}
-	return nil
+	var out []Event
+	for _, e := range p.events {
+		out = append(out, e.ev)
+	}
+	return out
 }
 
 func (c *probes) Events() ([]Event, error) {
