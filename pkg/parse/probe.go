@@ -412,7 +412,7 @@ func (p *probeParser) parseKprobePlace(w probeWord) error {
 		d.Offset = uint64(off)
 		sym = sym[:pm]
 	}
-	if sym == "" || strings.HasSuffix(sym, ":") {
+	if sym == "" || strings.HasSuffix(sym, ":") || isDigit(sym[0]) {
 		return p.errf(w.off, w.off+len(w.s), probeBadProbeAddr).WithHint("a place is [MOD:]SYMBOL[+OFFSET] or an address")
 	}
 	d.Symbol = sym

@@ -241,7 +241,7 @@ func (ap *argParser) parse(a *ProbeArg, body string) error {
 	if a.Type.String {
 		if a.Type.Name == "symstr" {
 			switch last {
-			case FetchReg, FetchStack, FetchRetval, FetchArg, FetchDeref:
+			case FetchReg, FetchStack, FetchRetval, FetchArg, FetchDeref, FetchMem, FetchSymbol, FetchFileOffset:
 			default:
 				return p.errf(typeOff, typeEnd, probeBadSymString).WithHint("symstr prints the symbol at an address: fetch the address from a register, the stack, $argN, $retval or memory")
 			}
