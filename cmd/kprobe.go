@@ -37,7 +37,8 @@ symbol table) and read $argN (the calling convention's registers at a
 function's entry). With --list, print the definitions as 'cat
 dynamic_events' lists them; with -F, each event's format file as
 events/GRP/EV/format shows it (gtrace numbers its events down from 65279).
-With neither, only check them.
+With neither, only check them. A removal starts with '-': give the
+definitions after -- (gtrace kprobe --list -- 'p:ev vfs_read' '-:ev').
 
 Nothing is written to the kernel and nothing attaches: running probes as
 BPF programs is coming. The same definitions given to 'gtrace list

@@ -308,7 +308,11 @@ func (d *ProbeDef) ExistsError(name string) *Error {
 // NoEventError returns the error for a removal of an event that no
 // probe defined; name names the input.
 func (d *ProbeDef) NoEventError(name string) *Error {
-	return Errorf(name, d.Src, 0, len(d.Src), "no probe event %s to remove", d.FullName()).
+	ev := d.Event
+	if d.GroupOff >= 0 {
+		ev = d.Group + "/" + ev
+	}
+	return Errorf(name, d.Src, 0, len(d.Src), "no probe event %s to remove", ev).
 		WithHint("a removal takes away a probe defined before it")
 }
 
