@@ -19,6 +19,7 @@ type listOptions struct {
 	Fields   bool
 	Format   string
 	Synth    synthDefs
+	Probes   probeDefs
 }
 
 var listFormats = []string{"text", "json"}
@@ -26,7 +27,7 @@ var listFormats = []string{"text", "json"}
 func newListCmd(d *Deps, runF func(*listOptions) error) *cobra.Command {
 	o := &listOptions{}
 	c := &cobra.Command{
-		Use:   "list [-i FILE] [--synth DEF]... [PATTERN...] [-F] [--format text|json]",
+		Use:   "list [-i FILE] [--synth DEF]... [--probe DEF]... [--probes FILE] [PATTERN...] [-F] [--format text|json]",
 		Short: "List trace events and, with -F, their fields",
 		Long: `List the kernel's trace events as SYSTEM:EVENT, or with -i those a trace.dat
 file holds (ftrace's own events included; -i - reads the file from standard
@@ -37,7 +38,11 @@ with one line on stderr, as grep does; a bad glob is bad input (exit 2).
 With -F, print each event's fields as its format file describes them.
 --synth DEF (repeatable) defines a synthetic event for the listing, as the
 kernel's synthetic_events takes it (see gtrace synth): it joins the events
-as system synthetic, with the format the kernel would give it.
+as system synthetic, with the format the kernel would give it. --probe DEF
+(repeatable) and --probes FILE (a definition a line) define kprobe and
+uprobe events the same way, as the kernel's kprobe_events and
+uprobe_events take them (see gtrace kprobe): they join as system kprobes,
+uprobes or their group.
 
 --format json prints one document, {"events":[...]}, one event object a
 line: system and name, and with -F also id, print_fmt and fields, each
@@ -53,7 +58,9 @@ which are those of the kernel that recorded it.`,
   gtrace list -i other-box.dat 'syscalls:sys_enter_open*' -F
   gtrace list 'sched:*' 'irq:*'
   gtrace list --format json sched:sched_switch -F | jq '.events[].fields[].name'
-  gtrace list --synth 'wakeup_latency u64 lat; pid_t pid; int prio' -F 'synthetic:*'`,
+  gtrace list --synth 'wakeup_latency u64 lat; pid_t pid; int prio' -F 'synthetic:*'
+  gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'
+  gtrace list --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32' -F uprobes:mywrite`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Patterns = args
 			if c.Flags().Changed("input") && o.Input == "" {
@@ -68,6 +75,7 @@ which are those of the kernel that recorded it.`,
 	c.Flags().StringVarP(&o.Input, "input", "i", "", "list the events of this trace.dat file (- reads standard input) instead of the kernel's")
 	c.Flags().BoolVarP(&o.Fields, "fields", "F", false, "print each event's fields")
 	o.Synth.register(c.Flags())
+	o.Probes.register(c.Flags())
 	enumFlag(c.Flags(), &o.Format, "format", "", "text", listFormats, "format", "", "output format: text, or json (one document)")
 	return c
 }
@@ -91,6 +99,9 @@ func runList(d *Deps, o *listOptions) error {
 	}
 	c, err := o.Synth.catalog(c)
 	if err != nil {
+		return err
+	}
+	if c, err = o.Probes.catalog(c); err != nil {
 		return err
 	}
 	patterns := o.Patterns
