@@ -98,6 +98,25 @@ hist_case() {
 	emit GTRACE-STDERR 0 /tmp/g.err
 }
 
+# read_hists DIR: the hist files of the events of /tmp/m.list ("EVENT
+# TRIGGER" lines) under the tracefs (or instance) DIR, in order of first
+# mention, two blank lines apart, to /tmp/k.out.
+read_hists() {
+	n=0
+	for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
+		[ $n = 0 ] || printf '\n\n' >>/tmp/k.out
+		cat "$1/events/${e%%:*}/${e#*:}/hist" >>/tmp/k.out
+		n=1
+	done
+}
+
+# remove_triggers DIR: the triggers of /tmp/m.list removed, newest first.
+remove_triggers() {
+	sed -n '1!G;h;$p' /tmp/m.list | while read -r e t; do
+		echo "!$t" >>"$1/events/${e%%:*}/${e#*:}/trigger" 2>/dev/null
+	done
+}
+
 # multi_case: several hist triggers, TRIGGER "T1 ;; T2 ...", the i-th on
 # the i-th word of EVENT (an event may repeat): through the kernel, each
 # written to its event's trigger file in order and the hist file of each
@@ -127,16 +146,9 @@ multi_case() {
 	if [ $krc = 0 ]; then
 		vmload -pid $PID $ops >>/tmp/k.err 2>&1
 		krc=$?
-		n=0
-		for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
-			[ $n = 0 ] || printf '\n\n' >>/tmp/k.out
-			cat "$T/events/${e%%:*}/${e#*:}/hist" >>/tmp/k.out
-			n=1
-		done
+		read_hists $T
 	fi
-	sed -n '1!G;h;$p' /tmp/m.list | while read -r e t; do
-		echo "!$t" >>"$T/events/${e%%:*}/${e#*:}/trigger" 2>/dev/null
-	done
+	remove_triggers $T
 	echo "=== KERNEL-TIME uptime=$(up)"
 	emit KERNEL $krc /tmp/k.out
 	emit KERNEL-STDERR 0 /tmp/k.err
@@ -248,16 +260,9 @@ session_case() {
 			krc=$?
 			[ $krc = 75 ] || break
 		done
-		n=0
-		for e in $(awk '!s[$1]++ { print $1 }' /tmp/m.list); do
-			[ $n = 0 ] || printf '\n\n' >>/tmp/k.out
-			cat "$tdir/events/${e%%:*}/${e#*:}/hist" >>/tmp/k.out
-			n=1
-		done
+		read_hists $tdir
 	fi
-	sed -n '1!G;h;$p' /tmp/m.list | while read -r e t; do
-		echo "!$t" >>"$tdir/events/${e%%:*}/${e#*:}/trigger" 2>/dev/null
-	done
+	remove_triggers $tdir
 	[ $tdir = $T ] || rmdir $tdir
 	while read -r d; do
 		d=$(trim "$d")
