@@ -70,3 +70,22 @@ func checkGolden(t *testing.T, in, got, what string) {
 		t.Errorf("%s =\n%s\nwant\n%s", what, got, want)
 	}
 }
+
+// fieldWant is what a field of a derived format must be.
+type fieldWant struct {
+	name      string
+	off, size int
+	signed    bool
+	class     FieldClass
+}
+
+// checkFields checks the fields of f named in want.
+func checkFields(t *testing.T, f *Format, want []fieldWant) {
+	t.Helper()
+	for _, w := range want {
+		fld := f.Field(w.name)
+		if fld == nil || fld.Offset != w.off || fld.Size != w.size || fld.Signed != w.signed || fld.Class != w.class {
+			t.Errorf("Field(%q) = %+v, want offset %d size %d signed %v class %v", w.name, fld, w.off, w.size, w.signed, w.class)
+		}
+	}
+}

@@ -38,25 +38,14 @@ func TestProbeFormat(t *testing.T) {
 	if f.System != "g" || f.Name != "ev" || f.ID != 7 {
 		t.Fatalf("Format() = %s (ID %d)", f.FullName(), f.ID)
 	}
-	want := []struct {
-		name      string
-		off, size int
-		signed    bool
-		class     FieldClass
-	}{
+	checkFields(t, f, []fieldWant{
 		{"__probe_func", 8, 8, false, ClassNumeric},
 		{"__probe_ret_ip", 16, 8, false, ClassNumeric},
 		{"ret", 24, 4, true, ClassNumeric},
 		{"buf", 28, 4, true, ClassDataLoc},
 		{"c", 32, 3, false, ClassArray},
 		{"x", 35, 2, false, ClassNumeric},
-	}
-	for _, w := range want {
-		fld := f.Field(w.name)
-		if fld == nil || fld.Offset != w.off || fld.Size != w.size || fld.Signed != w.signed || fld.Class != w.class {
-			t.Errorf("Field(%q) = %+v, want offset %d size %d signed %v class %v", w.name, fld, w.off, w.size, w.signed, w.class)
-		}
-	}
+	})
 }
 
 // TestProbeDefaults checks the names the kernel (and gtrace, where it

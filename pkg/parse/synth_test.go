@@ -31,25 +31,14 @@ func TestSynthFormat(t *testing.T) {
 	if f.System != "synthetic" || f.Name != "ev" || f.ID != 65535 {
 		t.Fatalf("Format() = %s (ID %d)", f.FullName(), f.ID)
 	}
-	want := []struct {
-		name      string
-		off, size int
-		signed    bool
-		class     FieldClass
-	}{
+	checkFields(t, f, []fieldWant{
 		{"lat", 8, 8, false, ClassNumeric},
 		{"pid", 16, 4, true, ClassNumeric},
 		{"comm", 24, 16, true, ClassString},
 		{"path", 280, 8, true, ClassDataLoc},
 		{"stack", 288, 8, true, ClassDataLoc},
 		{"prio", 296, 4, true, ClassNumeric},
-	}
-	for _, w := range want {
-		fld := f.Field(w.name)
-		if fld == nil || fld.Offset != w.off || fld.Size != w.size || fld.Signed != w.signed || fld.Class != w.class {
-			t.Errorf("Field(%q) = %+v, want offset %d size %d signed %v class %v", w.name, fld, w.off, w.size, w.signed, w.class)
-		}
-	}
+	})
 }
 
 // synthErrorTests are bad definitions: the kernel's message (or gtrace's
