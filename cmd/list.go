@@ -20,6 +20,7 @@ type listOptions struct {
 	Format   string
 	Synth    synthDefs
 	Probes   probeDefs
+	Funcs    funcEventDefs
 }
 
 var listFormats = []string{"text", "json"}
@@ -27,7 +28,7 @@ var listFormats = []string{"text", "json"}
 func newListCmd(d *Deps, runF func(*listOptions) error) *cobra.Command {
 	o := &listOptions{}
 	c := &cobra.Command{
-		Use:   "list [-i FILE] [--synth DEF]... [--probe DEF]... [--probes FILE] [PATTERN...] [-F] [--format text|json]",
+		Use:   "list [-i FILE] [--synth DEF]... [--probe DEF]... [--probes FILE] [--funcevent PROTO]... [PATTERN...] [-F] [--format text|json]",
 		Short: "List trace events and, with -F, their fields",
 		Long: `List the kernel's trace events as SYSTEM:EVENT, or with -i those a trace.dat
 file holds (ftrace's own events included; -i - reads the file from standard
@@ -42,7 +43,8 @@ as system synthetic, with the format the kernel would give it. --probe DEF
 (repeatable) and --probes FILE (a definition a line) define kprobe and
 uprobe events the same way, as the kernel's kprobe_events and
 uprobe_events take them (see gtrace kprobe): they join as system kprobes,
-uprobes or their group.
+uprobes or their group. --funcevent PROTO (repeatable) defines a function
+event (see gtrace funcevent): it joins as system functions.
 
 --format json prints one document, {"events":[...]}, one event object a
 line: system and name, and with -F also id, print_fmt and fields, each
@@ -60,7 +62,8 @@ which are those of the kernel that recorded it.`,
   gtrace list --format json sched:sched_switch -F | jq '.events[].fields[].name'
   gtrace list --synth 'wakeup_latency u64 lat; pid_t pid; int prio' -F 'synthetic:*'
   gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'
-  gtrace list --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32' -F uprobes:mywrite`,
+  gtrace list --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32' -F uprobes:mywrite
+  gtrace list --funcevent 'do_sys_open(int dfd, string path, int flags)' -F 'functions:*'`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Patterns = args
 			if c.Flags().Changed("input") && o.Input == "" {
@@ -76,6 +79,7 @@ which are those of the kernel that recorded it.`,
 	c.Flags().BoolVarP(&o.Fields, "fields", "F", false, "print each event's fields")
 	o.Synth.register(c.Flags())
 	o.Probes.register(c.Flags())
+	o.Funcs.register(c.Flags())
 	enumFlag(c.Flags(), &o.Format, "format", "", "text", listFormats, "format", "", "output format: text, or json (one document)")
 	return c
 }
@@ -102,6 +106,9 @@ func runList(d *Deps, o *listOptions) error {
 		return err
 	}
 	if c, err = o.Probes.catalog(c); err != nil {
+		return err
+	}
+	if c, err = o.Funcs.catalog(c); err != nil {
 		return err
 	}
 	patterns := o.Patterns

@@ -135,7 +135,7 @@ CONFIG_HIST_TRIGGERS, and needs no compiler on the target.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err}
 	})
-	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil), newRecordCmd(d, nil), newReportCmd(d, nil), newRecoverCmd(d, nil), newFilterCmd(d, nil), newTriggerCmd(d, nil), newSynthCmd(d, nil), newSQLCmd(d, nil), newKprobeCmd(d, nil), newVersionCmd(d))
+	root.AddCommand(newListCmd(d, nil), newHistCmd(d, nil), newRecordCmd(d, nil), newReportCmd(d, nil), newRecoverCmd(d, nil), newFilterCmd(d, nil), newTriggerCmd(d, nil), newSynthCmd(d, nil), newSQLCmd(d, nil), newKprobeCmd(d, nil), newFuncEventCmd(d, nil), newVersionCmd(d))
 	registerCompletions(d, root)
 	return root
 }

@@ -1,0 +1,67 @@
+package cmd
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/gtrace/gtrace/pkg/catalog"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// funcEventDefs is --funcevent: function event prototypes, each parsed
+// as it is given (a bad one is a *parse.Error with its caret), which
+// join a command's catalog as events of system functions. A command
+// that takes them registers the flag and calls catalog on its catalog.
+type funcEventDefs struct {
+	name string // what errors call the prototypes; "" is "--funcevent"
+	evs  []*parse.FuncEvent
+}
+
+// register defines --funcevent on f.
+func (s *funcEventDefs) register(f *pflag.FlagSet) {
+	f.Var(s, "funcevent", "define a function event: 'FUNC(TYPE NAME, ...)' on a kernel function or 'PATH:FUNC(...)' on a user-space one (repeatable)")
+}
+
+// catalog returns c with the function events added, each function
+// checked against c's kernel symbols (when it has them) or its file.
+func (s *funcEventDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
+	if len(s.evs) == 0 {
+		return c, nil
+	}
+	syms, err := c.Kallsyms()
+	if err != nil {
+		syms = ""
+	}
+	return s.apply(c, syms)
+}
+
+// apply checks the functions against the kernel symbols syms ("": not
+// checked) and the files, and adds the events to c.
+func (s *funcEventDefs) apply(c catalog.Catalog, syms string) (catalog.Catalog, error) {
+	for _, e := range s.evs {
+		if err := catalog.CheckFuncEvent(s.what(), e, syms); err != nil {
+			return nil, err
+		}
+	}
+	return catalog.WithFuncEvents(c, s.evs, s.what())
+}
+
+// what names the prototypes in errors.
+func (s *funcEventDefs) what() string {
+	if s.name == "" {
+		return "--funcevent"
+	}
+	return s.name
+}
+
+func (s *funcEventDefs) Set(v string) error {
+	e, err := parse.ParseFuncEvent(s.what(), v, parse.ProbeOptions{})
+	if err != nil {
+		return err
+	}
+	s.evs = append(s.evs, e)
+	return nil
+}
+
+// String is "" for help: the prototypes are not a default.
+func (s *funcEventDefs) String() string { return "" }
+func (s *funcEventDefs) Type() string   { return "PROTO" }
