@@ -215,11 +215,6 @@ session is printed at the end, one block per hist.`,
 					return usagef("-R runs triggers in BPF, on live events: not with -i (but for -R 'hist:...', a hist of the -e)")
 				}
 			}
-			if o.Input == "" && len(o.Synth.defs) > 0 {
-				d := o.Synth.defs[0]
-				return parse.Errorf(o.Synth.what(), d.Src, d.NameOff, d.NameOff+len(d.Name), "synthetic events run over a recording for now").
-					WithHint("record the events the hists are on with gtrace record, then run the hists with gtrace hist -i FILE --synth ...")
-			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
 			}
@@ -437,12 +432,26 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	hists, err := histSpecs(catalog.Live(fs), o.Hists, false)
+	cat, err := o.Synth.catalog(catalog.Live(fs))
 	if err != nil {
 		return err
 	}
+	hists, err := histSpecs(cat, o.Hists, false)
+	if err != nil {
+		return err
+	}
+	synths, err := o.Synth.events(cat)
+	if err != nil {
+		return err
+	}
+	if hist.IsSession(hists, synths) {
+		if err := checkSession(o); err != nil {
+			return err
+		}
+	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
 		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
+		Synths: synths,
 	})
 	if err != nil {
 		return err
@@ -484,7 +493,7 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
 		}
 	}
-	if len(o.Synth.defs) > 0 || interEvent(hists) {
+	if len(o.Synth.defs) > 0 || hist.IsSession(hists, nil) {
 		return runHistSession(ctx, d, o, f, cat, hists)
 	}
 	owner, infos, err := hist.FileShares(f, hists)
@@ -538,15 +547,22 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	return damage
 }
 
-// interEvent reports whether hists are an inter-event session: a hist
-// with variables or actions, or one on a synthetic event.
-func interEvent(hists []hist.EventHist) bool {
-	for _, h := range hists {
-		if len(h.Spec.Vars) > 0 || len(h.Spec.Actions) > 0 || strings.HasPrefix(h.Event, parse.SynthSystem+":") {
-			return true
+// checkSession refuses the flags a live inter-event session does not
+// take: its hists run no other triggers, start counting and keep their
+// tables.
+func checkSession(o *histOptions) error {
+	for _, h := range o.Hists {
+		if len(h.Triggers) > 0 {
+			return usagef("-R %s: the hists of an inter-event session run no other triggers (only -R 'hist:...')", h.Triggers[0])
 		}
 	}
-	return false
+	switch {
+	case o.StartOff:
+		return usagef("--start-off waits for a traceon trigger, which an inter-event session does not run")
+	case o.Clear:
+		return usagef("--clear: an inter-event session keeps its tables (its variables live in their entries)")
+	}
+	return nil
 }
 
 // runHistSession runs the hists of an inter-event session over the
@@ -560,13 +576,9 @@ func runHistSession(ctx context.Context, d *Deps, o *histOptions, f *tracedat.Fi
 		}
 		sh = append(sh, hist.SessionHist{Format: fm, Spec: h.Spec})
 	}
-	var synths []hist.SynthEvent
-	for _, def := range o.Synth.defs {
-		fm, _, err := cat.Format(catalog.Event{System: parse.SynthSystem, Name: def.Name})
-		if err != nil {
-			return err
-		}
-		synths = append(synths, hist.SynthEvent{Def: def, Format: fm})
+	synths, err := o.Synth.events(cat)
+	if err != nil {
+		return err
 	}
 	s, err := hist.NewSession(sh, synths, ksym.TextFuncRange(f.Kallsyms))
 	if err != nil {
