@@ -188,3 +188,45 @@ func TestPrivilegedHistSynthLive(t *testing.T) {
 		return
 	}
 }
+
+// TestPrivilegedHistSynthSyscallLive runs the syscall-latency variant
+// live: sys_enter to sys_exit keyed on common_pid, a synthetic event of
+// each call's latency and id, while a helper makes K nanosleeps of MS
+// ms. The helper's hist row by id must count exactly its K nanosleeps
+// (id 35), their latencies summing to at least K*MS ms; onchange on the
+// latency keeps the last one, which changes at every call, with the id
+// of that call saved.
+func TestPrivilegedHistSynthSyscallLive(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	const k, ms = 5, 20
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv(pidFileEnv, pidFile)
+	cmd := workload(t, fmt.Sprintf("sleeps %d %d", k, ms))
+	out, errOut, code := run(t, append([]string{"hist", "-q", "--synth", "sys_lat u64 lat; long id",
+		"-e", "raw_syscalls:sys_enter", "-R", "hist:keys=common_pid:t0=common_timestamp",
+		"-e", "raw_syscalls:sys_exit", "-R", "hist:keys=common_pid:lat=common_timestamp-$t0:onmatch(raw_syscalls.sys_enter).sys_lat($lat,id):onchange($lat).save(id)",
+		"-e", "synthetic:sys_lat", "-R", "hist:keys=common_pid,id:vals=lat"}, cmd...)...)
+	if code != 0 {
+		t.Fatalf("gtrace hist: exit %d\n%s", code, errOut)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := string(b)
+	m := regexp.MustCompile(`(?m)^\{ common_pid: +` + pid + `, id: +35 \} hitcount: +(\d+)  lat: +(\d+)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no nanosleep row of the helper (pid %s):\n%s", pid, out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	sum, _ := strconv.ParseUint(m[2], 10, 64)
+	if n != k || sum < k*ms*1e6 || sum > 60e9 {
+		t.Errorf("the helper's nanosleeps: %d calls, %d ns in all; want %d calls, at least %d ms\n%s", n, sum, k, k*ms, out)
+	}
+	// The helper's last call is exit_group, which does not return: its
+	// last sys_exit is of the call before, its changed: line that one's.
+	changed := regexp.MustCompile(`(?m)^\{ common_pid: +` + pid + ` \} hitcount: +\d+\n\tchanged: +[1-9]\d*  id: +\d+$`)
+	if !changed.MatchString(out) {
+		t.Errorf("no changed: line with the saved id for the helper (pid %s):\n%s", pid, out)
+	}
+}
