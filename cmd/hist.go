@@ -104,8 +104,9 @@ $NAME, SYS.EVENT.$NAME) and actions (onmatch(SYS.EVENT).SYNTH(...),
 .trace(SYNTH,...), onmax($V)/onchange($V) with .save(...), .snapshot() or
 .trace(...)) are bound together as the kernel binds them, and the
 synthetic events of --synth DEF (gtrace synth) are events -e
-synthetic:NAME. They run over a recording (-i) for now: every hist of the
-session is printed at the end, one block per hist.`,
+synthetic:NAME. They run live (one BPF collection for the whole session)
+and over a recording (-i): every hist of the session is printed at the
+end, one block per hist.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -156,7 +157,13 @@ session is printed at the end, one block per hist.`,
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
-  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, over a recording
+  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, live while ./app runs
+  gtrace hist --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -R 'hist:keys=lat.log2:sort=lat' -- ./app
+
+  # the same over a recording
   gtrace record -o wake.dat -e sched:sched_waking -e sched:sched_switch -- ./app
   gtrace hist -i wake.dat --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
     -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
