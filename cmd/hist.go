@@ -104,8 +104,9 @@ $NAME, SYS.EVENT.$NAME) and actions (onmatch(SYS.EVENT).SYNTH(...),
 .trace(SYNTH,...), onmax($V)/onchange($V) with .save(...), .snapshot() or
 .trace(...)) are bound together as the kernel binds them, and the
 synthetic events of --synth DEF (gtrace synth) are events -e
-synthetic:NAME. They run over a recording (-i) for now: every hist of the
-session is printed at the end, one block per hist.`,
+synthetic:NAME. They run live (one BPF collection for the whole session)
+and over a recording (-i): every hist of the session is printed at the
+end, one block per hist.`,
 		Example: `  # syscalls by process and syscall, until Ctrl-C
   gtrace hist -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
@@ -156,7 +157,13 @@ session is printed at the end, one block per hist.`,
   # the same hist over a recording, offline (gtrace record or trace-cmd)
   gtrace hist -i trace.dat -e raw_syscalls:sys_enter -k common_pid.execname,id.syscall
 
-  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, over a recording
+  # wakeup latency, as the kernel's hist triggers and synthetic events compute it, live while ./app runs
+  gtrace hist --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -R 'hist:keys=lat.log2:sort=lat' -- ./app
+
+  # the same over a recording
   gtrace record -o wake.dat -e sched:sched_waking -e sched:sched_switch -- ./app
   gtrace hist -i wake.dat --synth 'wakeup_latency u64 lat; pid_t pid; int prio' \
     -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
@@ -214,11 +221,6 @@ session is printed at the end, one block per hist.`,
 				if o.Input != "" && len(others) > 0 {
 					return usagef("-R runs triggers in BPF, on live events: not with -i (but for -R 'hist:...', a hist of the -e)")
 				}
-			}
-			if o.Input == "" && len(o.Synth.defs) > 0 {
-				d := o.Synth.defs[0]
-				return parse.Errorf(o.Synth.what(), d.Src, d.NameOff, d.NameOff+len(d.Name), "synthetic events run over a recording for now").
-					WithHint("record the events the hists are on with gtrace record, then run the hists with gtrace hist -i FILE --synth ...")
 			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
@@ -437,12 +439,26 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	hists, err := histSpecs(catalog.Live(fs), o.Hists, false)
+	cat, err := o.Synth.catalog(catalog.Live(fs))
 	if err != nil {
 		return err
 	}
+	hists, err := histSpecs(cat, o.Hists, false)
+	if err != nil {
+		return err
+	}
+	synths, err := o.Synth.events(cat)
+	if err != nil {
+		return err
+	}
+	if hist.IsSession(hists, synths) {
+		if err := checkSession(o); err != nil {
+			return err
+		}
+	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
 		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
+		Synths: synths,
 	})
 	if err != nil {
 		return err
@@ -484,7 +500,7 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 				WithHint("pause waits for an enable_hist trigger (-R), which runs on live events: drop pause")
 		}
 	}
-	if len(o.Synth.defs) > 0 || interEvent(hists) {
+	if len(o.Synth.defs) > 0 || hist.IsSession(hists, nil) {
 		return runHistSession(ctx, d, o, f, cat, hists)
 	}
 	owner, infos, err := hist.FileShares(f, hists)
@@ -538,15 +554,22 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 	return damage
 }
 
-// interEvent reports whether hists are an inter-event session: a hist
-// with variables or actions, or one on a synthetic event.
-func interEvent(hists []hist.EventHist) bool {
-	for _, h := range hists {
-		if len(h.Spec.Vars) > 0 || len(h.Spec.Actions) > 0 || strings.HasPrefix(h.Event, parse.SynthSystem+":") {
-			return true
+// checkSession refuses the flags a live inter-event session does not
+// take: its hists run no other triggers, start counting and keep their
+// tables.
+func checkSession(o *histOptions) error {
+	for _, h := range o.Hists {
+		if len(h.Triggers) > 0 {
+			return usagef("-R %s: the hists of an inter-event session run no other triggers (only -R 'hist:...')", h.Triggers[0])
 		}
 	}
-	return false
+	switch {
+	case o.StartOff:
+		return usagef("--start-off waits for a traceon trigger, which an inter-event session does not run")
+	case o.Clear:
+		return usagef("--clear: an inter-event session keeps its tables (its variables live in their entries)")
+	}
+	return nil
 }
 
 // runHistSession runs the hists of an inter-event session over the
@@ -560,13 +583,9 @@ func runHistSession(ctx context.Context, d *Deps, o *histOptions, f *tracedat.Fi
 		}
 		sh = append(sh, hist.SessionHist{Format: fm, Spec: h.Spec})
 	}
-	var synths []hist.SynthEvent
-	for _, def := range o.Synth.defs {
-		fm, _, err := cat.Format(catalog.Event{System: parse.SynthSystem, Name: def.Name})
-		if err != nil {
-			return err
-		}
-		synths = append(synths, hist.SynthEvent{Def: def, Format: fm})
+	synths, err := o.Synth.events(cat)
+	if err != nil {
+		return err
 	}
 	s, err := hist.NewSession(sh, synths, ksym.TextFuncRange(f.Kallsyms))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gtrace/gtrace/pkg/catalog"
+	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/parse"
 )
 
@@ -25,6 +26,20 @@ func (s *synthDefs) register(f *pflag.FlagSet) {
 // or already an event of c's system synthetic is an error on it.
 func (s *synthDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
 	return catalog.WithSynth(c, s.defs, s.what())
+}
+
+// events returns the synthetic events with their formats in cat, the
+// catalog that catalog returned.
+func (s *synthDefs) events(cat catalog.Catalog) ([]hist.SynthEvent, error) {
+	var out []hist.SynthEvent
+	for _, def := range s.defs {
+		fm, _, err := cat.Format(catalog.Event{System: parse.SynthSystem, Name: def.Name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hist.SynthEvent{Def: def, Format: fm})
+	}
+	return out, nil
 }
 
 // what names the definitions in errors.

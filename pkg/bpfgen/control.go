@@ -194,10 +194,12 @@ func emitControl(b *Builder, name string, key int16, miss string) {
 
 // GatedAction runs Inner only while the control words Words are all zero
 // and the event passes Filter: the record action of a session with a
-// control map. It keeps R9 (pid_tgid) for the actions after it, which
+// control map. Without a control map (Control nil, no Words) it is the
+// filter alone: a hist of an inter-event session among others on its
+// event, each with a filter of its own. It keeps R9 (pid_tgid) for the actions after it, which
 // Inner may clobber, and gives Inner's early returns to those actions too.
 type GatedAction struct {
-	Control *ebpf.MapSpec      // the control map
+	Control *ebpf.MapSpec      // the control map; nil: none, and no Words
 	Words   []int              // words that, non-zero, skip Inner
 	Filter  *parse.BoundFilter // the event's filter; nil: none
 	Inner   Action
@@ -206,13 +208,21 @@ type GatedAction struct {
 func (a *GatedAction) stack() int { return 8 + a.Inner.stack() }
 
 func (a *GatedAction) maps() []*ebpf.MapSpec {
+	if a.Control == nil {
+		return a.Inner.maps()
+	}
 	return append([]*ebpf.MapSpec{a.Control}, a.Inner.maps()...)
 }
 
 func (a *GatedAction) emit(b *Builder, f *Frame) error {
 	slot := f.Area.Off
-	b.Comment("gated: tracing on, the event enabled, its filter")
-	emitControl(b, a.Control.Name, slot, f.Next)
+	if a.Control == nil && len(a.Words) > 0 {
+		return fmt.Errorf("gated action: control words without a control map")
+	}
+	if a.Control != nil {
+		b.Comment("gated: tracing on, the event enabled, its filter")
+		emitControl(b, a.Control.Name, slot, f.Next)
+	}
 	for _, w := range a.Words {
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.R0, int16(8*w), asm.DWord),

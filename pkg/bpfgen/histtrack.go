@@ -141,8 +141,15 @@ func emitTrack(b *Builder, l *HistLayout, t *TrackSlot, skip string) error {
 // triggering value (a u64) then the key's bytes, which the kernel prints
 // after a snapshot() (grammar §6.6). It runs before the handler's
 // SnapshotAction, whose mark tells user space that a snapshot was taken.
+//
+// With Compare, as the kernel's hist keeps the snapshot's value across
+// its entries, a firing replaces the kept value and key only when its
+// value is greater than the kept one (Track TrackMax) or other than it
+// (TrackChange); the kept value starts at 0.
 type TriggeringAction struct {
-	Map *ebpf.MapSpec
+	Map     *ebpf.MapSpec
+	Compare bool
+	Track   TrackKind
 }
 
 // NewTriggeringAction returns the action keeping the triggering value
@@ -166,8 +173,17 @@ func (a *TriggeringAction) emit(b *Builder, f *Frame) error {
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, f.Next),
 		asm.LoadMem(asm.R1, asm.R8, f.watched, asm.DWord),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 	)
+	if a.Compare {
+		b.Comment("a value the kept one does not stop")
+		b.Emit(asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord))
+		if a.Track == TrackMax {
+			b.Emit(asm.JLE.Reg(asm.R1, asm.R2, f.Next))
+		} else {
+			b.Emit(asm.JEq.Reg(asm.R1, asm.R2, f.Next))
+		}
+	}
+	b.Emit(asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
 	for i := int16(0); i < f.key.Size; i += 8 {
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.R10, f.key.Off+i, asm.DWord),

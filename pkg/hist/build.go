@@ -139,6 +139,9 @@ type LiveConfig struct {
 	// StartOff starts with tracing off: nothing counts until a traceon
 	// trigger fires.
 	StartOff bool
+	// Synths are the synthetic events of --synth, which the actions of
+	// an inter-event session's hists emit (and -e synthetic:NAME names).
+	Synths []SynthEvent
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -160,6 +163,10 @@ type LiveJob struct {
 	// control, for the hists of a recording, is the loaded recording
 	// whose control map they share (AttachTo).
 	control *probe.Objects
+	// sess, for an inter-event session (hists with variables or
+	// actions, or on synthetic events), is the session compiled in one
+	// collection (session_live.go); compiled is then empty.
+	sess *liveSession
 }
 
 // seeEvery is how often the tables of user stack keys are scanned for
@@ -170,6 +177,9 @@ const seeEvery = 20 * time.Millisecond
 // NewLive resolves the hist against each event's format in fs, binds its
 // filter and generates the programs: everything short of loading them.
 func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
+	if IsSession(cfg.Hists, cfg.Synths) {
+		return newLiveSession(fs, cfg)
+	}
 	ctls, listings, err := sessionControl(fs, cfg)
 	if err != nil {
 		return nil, err
@@ -263,6 +273,9 @@ func newLive(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl, listing
 
 // Describe prints the plans and the programs, for --dry-run.
 func (j *LiveJob) Describe(w io.Writer) error {
+	if j.sess != nil {
+		return j.sess.describe(w)
+	}
 	for i, c := range j.compiled {
 		fmt.Fprintf(w, "# trigger info: %s\n%s", j.infos[i], c.Plan)
 		if o := j.owner[i]; o != i {
@@ -316,6 +329,9 @@ func followed(pids []uint32) string {
 
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
+	if j.sess != nil {
+		return j.sess.attach(j.follow)
+	}
 	for i, c := range j.compiled {
 		var owner *Live
 		if o := j.owner[i]; o != i {
@@ -382,6 +398,9 @@ func (j *LiveJob) seeUsers(users []*Live) {
 // "counting 2 hists of sched:sched_switch (2 programs)" or
 // "counting 2 hists of 2 events (2 programs)".
 func (j *LiveJob) Attached() string {
+	if j.sess != nil {
+		return j.sess.attached()
+	}
 	progs := 0
 	for _, c := range j.compiled {
 		progs += len(c.Program.Collection.Programs)
@@ -429,9 +448,19 @@ func (j *LiveJob) close() {
 		l.Close()
 	}
 	j.lives = nil
+	if j.sess != nil {
+		j.sess.close()
+	}
 }
 
 func (j *LiveJob) print(clear bool) error {
+	if j.sess != nil {
+		tables, infos, err := j.sess.tables()
+		if err != nil {
+			return err
+		}
+		return Write(j.cfg.Out, j.cfg.Format, tables, infos, LocalResolver())
+	}
 	tables := make([]*Table, len(j.lives))
 	infos := make([]string, len(j.lives))
 	for i, l := range j.lives {

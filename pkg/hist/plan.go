@@ -327,11 +327,11 @@ func modSuffix(f parse.HistField) string {
 	return "." + f.Mod.String()
 }
 
-// interEvent refuses what a single hist in BPF does not run yet:
-// variables, their references and actions, which a Session runs over a
-// recording (NewSession).
+// interEvent refuses what a hist outside a session does not run:
+// variables, their references and actions, which a Session binds
+// (NewSession) and runs live (NewLive) or over a recording.
 func interEvent(spec *parse.HistSpec) error {
-	const hint = "inter-event hists (variables, onmatch, onmax, onchange) run over a recording for now: gtrace record the events, then gtrace hist -i FILE with the same hists"
+	const hint = "inter-event hists (variables, onmatch, onmax, onchange) run in gtrace hist, live or over a recording (-i), not as a recording's hist triggers yet"
 	if len(spec.Vars) > 0 {
 		v := spec.Vars[0]
 		return spec.Errorf(v.Off, v.End, "not implemented by gtrace yet: hist variables").WithHint(hint)

@@ -292,21 +292,39 @@ func (h *sessHist) decodeKeys(key []byte) []KeyValue {
 // their first hist was given, and for each event its hists in the order
 // given, then the hists the session made for field variables.
 func (s *Session) Tables() ([]*Table, []string) {
+	return s.tablesOf(func(h *sessHist) *Table {
+		t := h.table()
+		t.Lost = s.lost
+		return t
+	})
+}
+
+// tablesOf returns the table of each hist in the order of Tables, as
+// table gives it, and the trigger descriptions.
+func (s *Session) tablesOf(table func(h *sessHist) *Table) ([]*Table, []string) {
 	var tables []*Table
 	var infos []string
+	all := s.infos()
 	for _, ev := range s.events {
 		for _, hidden := range []bool{false, true} {
 			for _, h := range s.byEvent[ev] {
 				if h.hidden == hidden {
-					t := h.table()
-					t.Lost = s.lost
-					tables = append(tables, t)
-					infos = append(infos, h.spec.String()+" [active]")
+					tables = append(tables, table(h))
+					infos = append(infos, all[h])
 				}
 			}
 		}
 	}
 	return tables, infos
+}
+
+// infos are the trigger descriptions of the hists.
+func (s *Session) infos() map[*sessHist]string {
+	m := map[*sessHist]string{}
+	for _, h := range s.hists {
+		m[h] = h.spec.String() + " [active]"
+	}
+	return m
 }
 
 // table returns h's entries as a sorted Table.
