@@ -115,15 +115,16 @@ func cleanSleeps(t *testing.T, file string, pid int64, comm string) []uint64 {
 // be a synthetic event of the helper whose latency is that of the raw
 // records, within clockSkew: the live program reads the clock when it
 // runs, the recording's program when it runs, on the tracepoint's other
-// callback, and on this loaded VM the two reads of one event are up to a
-// few µs apart. The log2 hist must count the helper's synthetic
+// callback, and on a loaded VM the two reads of one event are a few µs
+// apart, more when an interrupt comes between them (6 µs seen under the
+// load of a full test run). The log2 hist must count the helper's synthetic
 // events, and onmax keep the largest with prev_pid and next_prio of its
 // switch. The other wakeups of the helper differ between the two where
 // a thread of the live gtrace woke it or ran before it (it holds and
 // then releases the command): gtrace never counts its own events, and
 // the recording has them.
 func TestPrivilegedHistSynthLive(t *testing.T) {
-	const clockSkew = 5 // µs
+	const clockSkew = 30 // µs
 	testutil.RequirePrivileged(t)
 	const k, ms = 5, 20
 	dir := t.TempDir()
