@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/ksym"
@@ -22,8 +23,9 @@ const ProbeIDTop = SynthIDTop - 256
 // kernel does when it is written: a kprobe's symbol must be in kallsyms
 // once (checked only when kallsyms is not ""), a uprobe's file must exist,
 // be a regular file and an ELF file. A uprobe at PATH:SYMBOL is resolved
-// to its file offset here, from the file's symbol table. name names the
-// input in errors.
+// to its file offset here, from the file's symbol table. A kretprobe
+// without maxactive gets the kernel's default (KretprobeMaxActive), which
+// the kernel lists. name names the input in errors.
 func CheckProbe(name string, d *parse.ProbeDef, kallsyms string) error {
 	if d.Remove {
 		return nil
@@ -37,6 +39,9 @@ func CheckProbe(name string, d *parse.ProbeDef, kallsyms string) error {
 			return d.PlaceError(name, false, "%s", parse.ProbeBadProbeAddr).WithHint("%s is not a kernel symbol (/proc/kallsyms)", d.Symbol)
 		case n > 1:
 			return d.PlaceError(name, false, "%s", parse.ProbeNonUniqSymbol).WithHint("%d kernel symbols are called %s: probe one by its address", n, d.Symbol)
+		}
+		if d.Return && d.MaxActive == 0 {
+			d.MaxActive = KretprobeMaxActive()
 		}
 		return nil
 	}
@@ -61,6 +66,19 @@ func CheckProbe(name string, d *parse.ProbeDef, kallsyms string) error {
 	}
 	d.Resolve(off)
 	return nil
+}
+
+// KretprobeMaxActive is the maxactive the kernel gives a kretprobe
+// defined without one, and lists (r10:...): max(10, 2 × the possible
+// CPUs), register_kretprobe's rule.
+func KretprobeMaxActive() int {
+	n := runtime.NumCPU()
+	if b, err := os.ReadFile("/sys/devices/system/cpu/possible"); err == nil {
+		if cpus, err := parse.CPUList("possible", strings.TrimSpace(string(b))); err == nil {
+			n = len(cpus)
+		}
+	}
+	return max(10, 2*n)
 }
 
 // unwrapPath drops the path an *fs.PathError repeats.

@@ -557,6 +557,43 @@ sql_case() {
 	emit GTRACE-STDERR 0 /tmp/g.err
 }
 
+# kprobe_case: TRIGGER "kprobe DEF ,, DEF ...": the definitions appended
+# to kprobe_events, which is then listed, then each event's format file
+# without its ID line; through gtrace, gtrace kprobe --list DEF... and
+# gtrace kprobe -F DEF... the same way. The kernel's events are removed
+# after.
+kprobe_case() {
+	: >/tmp/k.out
+	: >/tmp/k.err
+	echo "${trig#kprobe}" | sed 's/ ,, /\n/g' | while read -r d; do echo "$d"; done >/tmp/p.defs
+	echo >$T/error_log 2>/dev/null
+	krc=0
+	while read -r d; do
+		if ! echo "$d" >>$T/kprobe_events 2>>/tmp/k.err; then
+			krc=1
+			cat $T/error_log >>/tmp/k.err
+		fi
+	done </tmp/p.defs
+	cat $T/kprobe_events >>/tmp/k.out
+	for ev in $(sed 's/^[pr][0-9]*:\([^ ]*\) .*/\1/' $T/kprobe_events); do
+		sed '/^ID: /d' "$T/events/$ev/format" >>/tmp/k.out
+	done
+	for ev in $(sed 's/^[pr][0-9]*:\([^ ]*\) .*/\1/' $T/kprobe_events); do
+		echo "-:$ev" >>$T/kprobe_events
+	done
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+	set --
+	while read -r d; do set -- "$@" "$d"; done </tmp/p.defs
+	gtrace kprobe --list "$@" >/tmp/g.out 2>/tmp/g.err
+	grc=$?
+	gtrace kprobe -F "$@" 2>>/tmp/g.err | sed '/^ID: /d' >>/tmp/g.out
+	echo "=== GTRACE-TIME uptime=$(up)"
+	emit GTRACE $grc /tmp/g.out
+	emit GTRACE-STDERR 0 /tmp/g.err
+}
+
 while IFS='|' read -r name event trig ops min; do
 	name=$(trim "$name")
 	case $name in '' | '#'*) continue ;; esac
@@ -570,7 +607,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; sql*) kind=sql ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; kprobe*) kind=kprobe ;; sql*) kind=sql ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

@@ -115,6 +115,16 @@ func check(t *testing.T, c *Case) {
 		}
 		return
 	}
+	if c.Kind == "kprobe" {
+		if c.Kernel.RC != 0 {
+			t.Errorf("the kernel refused a definition:\n%s", c.Kernel.Stderr)
+		}
+		if c.Kernel.Stdout != c.Gtrace.Stdout {
+			t.Errorf("gtrace's kprobe_events listing and formats differ from the kernel's: %s\n--- kernel:\n%s--- gtrace:\n%s",
+				firstDiff(strings.Split(c.Gtrace.Stdout, "\n"), strings.Split(c.Kernel.Stdout, "\n")), c.Kernel.Stdout, c.Gtrace.Stdout)
+		}
+		return
+	}
 	if c.Kind == "synth" {
 		if c.Kernel.Stdout != c.Gtrace.Stdout {
 			t.Errorf("gtrace's synthetic_events listing and formats differ from the kernel's: %s\n--- kernel:\n%s--- gtrace:\n%s",
