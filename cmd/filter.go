@@ -32,6 +32,7 @@ type filterOptions struct {
 	// Fired prints a line on stderr when a trigger fires (gtrace
 	// trigger).
 	Fired   bool
+	Synth   synthDefs // --synth: synthetic events that the hist triggers' actions emit
 	Command []string
 }
 
@@ -148,6 +149,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon trigger (-R) fires")
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
+	o.Synth.register(f)
 	return c
 }
 
@@ -176,8 +178,12 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
+	synths, err := o.Synth.live(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
-		HistOut: d.Out, HistFormat: o.Format})
+		HistOut: d.Out, HistFormat: o.Format, Synths: synths})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 type recordOptions struct {
 	Events      []record.EventSpec // each -e with the -f that follows it
+	Synth       synthDefs          // --synth: synthetic events that the hist triggers' actions emit
 	Output      string
 	BufferKB    int
 	PIDs        []int
@@ -195,6 +196,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	f.BoolVar(&o.Snapshot, "snapshot", false, "a flight recorder: keep only the last -b KiB of each CPU, and write them to -o at the end")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
+	o.Synth.register(f)
 	return c
 }
 
@@ -203,8 +205,12 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
+	synths, err := o.Synth.live(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
-		Snapshots: true, HistOut: d.Out, HistFormat: "text"})
+		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths})
 	if err != nil {
 		return err
 	}
