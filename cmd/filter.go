@@ -96,6 +96,12 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # the writes of ./app, then a hist of their sizes (a hist trigger, printed at the end)
   gtrace filter -e syscalls:sys_enter_write -R 'hist:keys=count.log2' -- ./app
 
+  # each wakeup of ./app that waited more than 1 ms, as a synthetic event
+  gtrace filter --synth 'wakeup_latency u64 lat; pid_t pid; int prio' --follow \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -f 'lat > 1000' -- ./app
+
   # check a filter against the event's format, load nothing
   gtrace filter -e sched:sched_switch 'prev_comm ~ "kworker/*" && prev_state & 2' --check`,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -146,6 +146,12 @@ fork and free events keep the set in a map of 65536 entries. Without
   # record the getppid calls of ./app, and print a hist of them per process at the end
   gtrace record -e syscalls:sys_enter_getppid -R 'hist:keys=common_pid.execname' -- ./app
 
+  # wakeup latencies of ./app as a synthetic event in trace.dat (trace-cmd report prints them)
+  gtrace record --synth 'wakeup_latency u64 lat; pid_t pid; int prio' --follow \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -f 'lat > 100' -- ./app
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
