@@ -32,6 +32,7 @@ type filterOptions struct {
 	// Fired prints a line on stderr when a trigger fires (gtrace
 	// trigger).
 	Fired   bool
+	Synth   synthDefs // --synth: synthetic events that the hist triggers' actions emit
 	Command []string
 }
 
@@ -95,6 +96,12 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # the writes of ./app, then a hist of their sizes (a hist trigger, printed at the end)
   gtrace filter -e syscalls:sys_enter_write -R 'hist:keys=count.log2' -- ./app
 
+  # each wakeup of ./app that waited more than 1 ms, as a synthetic event
+  gtrace filter --synth 'wakeup_latency u64 lat; pid_t pid; int prio' --follow \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -f 'lat > 1000' -- ./app
+
   # check a filter against the event's format, load nothing
   gtrace filter -e sched:sched_switch 'prev_comm ~ "kworker/*" && prev_state & 2' --check`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -148,6 +155,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon trigger (-R) fires")
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
+	o.Synth.register(f)
 	return c
 }
 
@@ -176,8 +184,12 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
+	synths, err := o.Synth.live(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
-		HistOut: d.Out, HistFormat: o.Format})
+		HistOut: d.Out, HistFormat: o.Format, Synths: synths})
 	if err != nil {
 		return err
 	}

@@ -487,7 +487,7 @@ func runHistFile(ctx context.Context, d *Deps, o *histOptions) error {
 		warnDamage(d, o.Input, f)
 		warnSkipped(d, o.Input, "the hist", f)
 	}()
-	if cat, err = o.Synth.catalog(cat); err != nil {
+	if cat, err = o.Synth.recorded(cat); err != nil {
 		return err
 	}
 	hists, err := histSpecs(cat, o.Hists, true)

@@ -15,6 +15,7 @@ import (
 
 type recordOptions struct {
 	Events      []record.EventSpec // each -e with the -f that follows it
+	Synth       synthDefs          // --synth: synthetic events that the hist triggers' actions emit
 	Output      string
 	BufferKB    int
 	PIDs        []int
@@ -145,6 +146,12 @@ fork and free events keep the set in a map of 65536 entries. Without
   # record the getppid calls of ./app, and print a hist of them per process at the end
   gtrace record -e syscalls:sys_enter_getppid -R 'hist:keys=common_pid.execname' -- ./app
 
+  # wakeup latencies of ./app as a synthetic event in trace.dat (trace-cmd report prints them)
+  gtrace record --synth 'wakeup_latency u64 lat; pid_t pid; int prio' --follow \
+    -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
+    -e synthetic:wakeup_latency -f 'lat > 100' -- ./app
+
   # show the plan and the generated BPF, load nothing
   gtrace record -e raw_syscalls:sys_enter -f 'id == 1' --dry-run`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -195,6 +202,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	f.BoolVar(&o.Snapshot, "snapshot", false, "a flight recorder: keep only the last -b KiB of each CPU, and write them to -o at the end")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
+	o.Synth.register(f)
 	return c
 }
 
@@ -203,8 +211,12 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
+	synths, err := o.Synth.live(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
-		Snapshots: true, HistOut: d.Out, HistFormat: "text"})
+		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths})
 	if err != nil {
 		return err
 	}

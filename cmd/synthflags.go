@@ -6,6 +6,7 @@ import (
 	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/hist"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
 // synthDefs is --synth: synthetic event definitions, each parsed as it
@@ -28,6 +29,13 @@ func (s *synthDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
 	return catalog.WithSynth(c, s.defs, s.what())
 }
 
+// recorded is catalog for the catalog of a recording, which may hold
+// the synthetic events of these very definitions: those are the
+// definitions' (catalog.WithSynthRecorded).
+func (s *synthDefs) recorded(c catalog.Catalog) (catalog.Catalog, error) {
+	return catalog.WithSynthRecorded(c, s.defs, s.what())
+}
+
 // events returns the synthetic events with their formats in cat, the
 // catalog that catalog returned.
 func (s *synthDefs) events(cat catalog.Catalog) ([]hist.SynthEvent, error) {
@@ -40,6 +48,20 @@ func (s *synthDefs) events(cat catalog.Catalog) ([]hist.SynthEvent, error) {
 		out = append(out, hist.SynthEvent{Def: def, Format: fm})
 	}
 	return out, nil
+}
+
+// live returns the synthetic events of the definitions, numbered in the
+// catalog of the events of fs (none: nil), for a command that records or
+// streams them.
+func (s *synthDefs) live(fs *tracefs.FS) ([]hist.SynthEvent, error) {
+	if len(s.defs) == 0 {
+		return nil, nil
+	}
+	cat, err := s.catalog(catalog.Live(fs))
+	if err != nil {
+		return nil, err
+	}
+	return s.events(cat)
 }
 
 // what names the definitions in errors.

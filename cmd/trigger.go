@@ -91,6 +91,9 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 			if list && (len(o.Command) > 0 || o.DryRun) {
 				return usagef("--list only lists the triggers: it takes no --dry-run and no command")
 			}
+			if list && len(o.Synth.defs) > 0 {
+				return usagef("--list lists the trigger files of tracefs's events, and --synth defines events of gtrace's: run the triggers, or leave --synth out")
+			}
 			if err := checkFollow(o.Follow, o.Command, o.PIDs); err != nil {
 				return err
 			}
@@ -118,6 +121,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon fires")
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger with the user stack (8 frames)")
+	o.Synth.register(f)
 	o.BufferKB, o.Clock, o.FileVersion, o.Compression = record.DefaultBufferKB, "mono", 7, "none"
 	return c
 }

@@ -28,6 +28,23 @@ func WithSynth(base Catalog, defs []*parse.SynthDef, srcName string) (Catalog, e
 	if len(defs) == 0 {
 		return base, nil
 	}
+	return withSynth(base, defs, srcName, false)
+}
+
+// WithSynthRecorded is WithSynth over a recording that may hold the
+// synthetic events of the same definitions (gtrace record --synth): a
+// definition whose derived format file is, byte for byte, that of a
+// synthetic event of base takes its place (a session over the records
+// emits that event itself and leaves the recorded ones); another one of
+// a name base has is "Event already exists".
+func WithSynthRecorded(base Catalog, defs []*parse.SynthDef, srcName string) (Catalog, error) {
+	return withSynth(base, defs, srcName, true)
+}
+
+func withSynth(base Catalog, defs []*parse.SynthDef, srcName string, recorded bool) (Catalog, error) {
+	if len(defs) == 0 {
+		return base, nil
+	}
 	taken := map[string]bool{}
 	evs, err := base.Events()
 	if err != nil {
@@ -40,7 +57,15 @@ func WithSynth(base Catalog, defs []*parse.SynthDef, srcName string) (Catalog, e
 	}
 	c := &synth{Catalog: base, defs: defs, byName: map[string]int{}}
 	for i, d := range defs {
-		if _, dup := c.byName[d.Name]; dup || taken[d.Name] {
+		_, dup := c.byName[d.Name]
+		if !dup && taken[d.Name] && recorded {
+			_, text, err := base.Format(Event{parse.SynthSystem, d.Name})
+			if err == nil && text == d.FormatFile(SynthIDTop-i) {
+				c.byName[d.Name] = i
+				continue
+			}
+		}
+		if dup || taken[d.Name] {
 			return nil, d.ExistsError(srcName)
 		}
 		c.byName[d.Name] = i
@@ -49,9 +74,15 @@ func WithSynth(base Catalog, defs []*parse.SynthDef, srcName string) (Catalog, e
 }
 
 func (c *synth) Events() ([]Event, error) {
-	evs, err := c.Catalog.Events()
+	all, err := c.Catalog.Events()
 	if err != nil {
 		return nil, err
+	}
+	var evs []Event
+	for _, e := range all {
+		if _, replaced := c.byName[e.Name]; !replaced || e.System != parse.SynthSystem {
+			evs = append(evs, e)
+		}
 	}
 	for _, d := range c.defs {
 		evs = append(evs, Event{parse.SynthSystem, d.Name})

@@ -80,3 +80,28 @@ func TestWithSynthExists(t *testing.T) {
 		}
 	}
 }
+
+// TestWithSynthRecorded checks that a definition takes the place of the
+// recorded synthetic event of the same derived format, listed once, and
+// that another of its name is "Event already exists".
+func TestWithSynthRecorded(t *testing.T) {
+	rec, err := WithSynth(fixed{{"sched", "sched_switch"}}, synthDefs(t, "ev u64 a; int b"), "--synth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := WithSynthRecorded(rec, synthDefs(t, "ev u64 a; int b"), "--synth")
+	if err != nil {
+		t.Fatalf("WithSynthRecorded of the recorded definition: %v", err)
+	}
+	evs, err := c.Events()
+	if err != nil || len(evs) != 2 || evs[1] != (Event{"synthetic", "ev"}) {
+		t.Errorf("Events() = %v, %v, want sched_switch and ev once", evs, err)
+	}
+	for _, defs := range [][]string{{"ev u64 a; long b"}, {"other u64 x", "ev u64 a; int b"}} {
+		_, err = WithSynthRecorded(rec, synthDefs(t, defs...), "--synth")
+		var pe *parse.Error
+		if !errors.As(err, &pe) || pe.Msg != "Event already exists" {
+			t.Errorf("WithSynthRecorded(%q) = %v, want Event already exists (another format, or another ID)", defs, err)
+		}
+	}
+}

@@ -178,7 +178,7 @@ const seeEvery = 20 * time.Millisecond
 // filter and generates the programs: everything short of loading them.
 func NewLive(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 	if IsSession(cfg.Hists, cfg.Synths) {
-		return newLiveSession(fs, cfg)
+		return newLiveSession(fs, cfg, nil)
 	}
 	ctls, listings, err := sessionControl(fs, cfg)
 	if err != nil {
@@ -330,7 +330,7 @@ func followed(pids []uint32) string {
 // Attach loads and attaches every event's program.
 func (j *LiveJob) Attach() error {
 	if j.sess != nil {
-		return j.sess.attach(j.follow)
+		return j.sess.attach(j.follow, j.control)
 	}
 	for i, c := range j.compiled {
 		var owner *Live

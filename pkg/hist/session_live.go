@@ -45,6 +45,7 @@ type liveSession struct {
 	program *bpfgen.Program
 	progs   []sessionProg
 	objs    *probe.Objects
+	rec     *SessionRecording // the recording whose maps the session shares; nil: none
 }
 
 // sessionProg is the program of one event of a session.
@@ -57,6 +58,7 @@ type sessionProg struct {
 type sessionLiveOptions struct {
 	gate   bpfgen.Gate
 	follow *bpfgen.FollowSpec
+	rec    *SessionRecording // the recording the session runs in; nil: none
 }
 
 // IsSession reports whether hists, with the synthetic events synths,
@@ -81,7 +83,7 @@ func IsSession(hists []EventHist, synths []SynthEvent) bool {
 
 // newLiveSession binds the hists of cfg, each on its event of fs or a
 // synthetic event of cfg.Synths, as a session, and compiles it.
-func newLiveSession(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
+func newLiveSession(fs *tracefs.FS, cfg LiveConfig, rec *SessionRecording) (*LiveJob, error) {
 	if cfg.StartOff || cfg.Clear {
 		return nil, errors.New("an inter-event session runs without --start-off and --clear")
 	}
@@ -105,7 +107,7 @@ func newLiveSession(fs *tracefs.FS, cfg LiveConfig) (*LiveJob, error) {
 		return nil, err
 	}
 	j := &LiveJob{cfg: cfg}
-	o := sessionLiveOptions{gate: bpfgen.Gate{ExcludeTGID: uint32(os.Getpid())}}
+	o := sessionLiveOptions{gate: bpfgen.Gate{ExcludeTGID: uint32(os.Getpid())}, rec: rec}
 	for _, p := range cfg.PIDs {
 		o.gate.OnlyTGIDs = append(o.gate.OnlyTGIDs, uint32(p))
 	}
@@ -147,7 +149,7 @@ func sessTrig(i int) string  { return fmt.Sprintf("t%d", i) }
 // compileLive lowers the session onto BPF programs, one per event.
 // What BPF cannot run is a *parse.Error on the hist at fault.
 func (s *Session) compileLive(o sessionLiveOptions) (*liveSession, error) {
-	ls := &liveSession{s: s, index: map[*sessHist]int{}}
+	ls := &liveSession{s: s, index: map[*sessHist]int{}, rec: o.rec}
 	for i, h := range s.hists {
 		ls.index[h] = i
 	}
@@ -165,6 +167,13 @@ func (s *Session) compileLive(o sessionLiveOptions) (*liveSession, error) {
 	}
 	c := bpfgen.NewCollection()
 	gate := o.gate
+	if o.rec != nil {
+		// The session stops with the recording, at its switch.
+		if err := c.AddMap(o.rec.Program.Collection.Maps[bpfgen.SwitchMapName]); err != nil {
+			return nil, err
+		}
+		gate.Switch = bpfgen.SwitchMapName
+	}
 	if o.follow != nil {
 		if err := c.AddFollow(o.follow); err != nil {
 			return nil, err
@@ -478,6 +487,15 @@ func (ls *liveSession) synthAction(h *sessHist, a *sessAction, depth int) (bpfge
 		}
 		sa.Actions = append(sa.Actions, in)
 	}
+	if r := ls.rec; r != nil {
+		if filter, ok := r.Record[a.synth.def.Name]; ok {
+			var rec bpfgen.Action = bpfgen.NewRecordAction(r.Spec, a.synth.fm)
+			if filter != nil {
+				rec = &bpfgen.GatedAction{Filter: filter, Inner: rec}
+			}
+			sa.Actions = append(sa.Actions, rec)
+		}
+	}
 	return sa, nil
 }
 
@@ -521,9 +539,23 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// attach loads the collection and attaches each event's program.
-func (ls *liveSession) attach(follow []uint32) error {
-	objs, _, err := probe.LoadBest(ls.program, nil)
+// attach loads the collection and attaches each event's program; in a
+// recording, the maps of the loaded recording that its synthetic events'
+// records and its switch go through are the recording's.
+func (ls *liveSession) attach(follow []uint32, recording *probe.Objects) error {
+	shared := probe.Shared{}
+	if ls.rec != nil {
+		var names []string
+		for _, n := range []string{bpfgen.SwitchMapName, bpfgen.RingsMapName, bpfgen.LostMapName, bpfgen.BatchMapName} {
+			if ls.program.Collection.Maps[n] != nil {
+				names = append(names, n)
+			}
+		}
+		if err := shared.Take(recording, names...); err != nil {
+			return err
+		}
+	}
+	objs, _, err := probe.LoadBestSharing(ls.program, nil, shared)
 	if err != nil {
 		return err
 	}

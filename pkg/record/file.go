@@ -98,7 +98,7 @@ func meta(fs *tracefs.FS, p *Plan, tracer string) (*tracedat.Meta, error) {
 	if b, err := os.ReadFile("/proc/kallsyms"); err == nil {
 		m.Kallsyms = b
 	}
-	for _, ev := range p.Events {
+	for _, ev := range append(p.Events[:len(p.Events):len(p.Events)], p.Synth...) {
 		m.Formats = append(m.Formats, tracedat.FormatText{System: ev.Format.System, Text: ev.Text})
 	}
 	for _, ev := range p.Stacks {

@@ -82,6 +82,10 @@ type Options struct {
 	// A plan with hist triggers needs it.
 	HistOut    io.Writer
 	HistFormat string
+	// Synths are the synthetic events of --synth: -e synthetic:NAME
+	// records one, written where the action of a hist trigger emits it
+	// (an inter-event session, hist.NewRecordingSession).
+	Synths []hist.SynthEvent
 }
 
 // Event is one event that a plan records.
@@ -130,6 +134,10 @@ type Plan struct {
 	// Start fills with FollowPIDs before it attaches them.
 	Follow     bool
 	FollowPIDs []uint32
+	// Synth are the synthetic events recorded (-e synthetic:NAME): no
+	// program of their own records them, the inter-event session's do
+	// where a hist's action emits them.
+	Synth []*Event
 	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
 	// when some event has a stacktrace trigger: the file needs them.
 	Stacks []*Event
@@ -142,6 +150,11 @@ type Plan struct {
 	// histJob in the recording's control map.
 	hists   []planHist
 	histJob *hist.LiveJob
+	// session, when the hist triggers are an inter-event session (they
+	// have variables or actions, or --synth defines synthetic events),
+	// are its hists, each on its event, in the order of the events; the
+	// session's programs (histJob) count them, and hists is empty.
+	session []hist.EventHist
 }
 
 func startOff(off bool) string {
@@ -192,7 +205,17 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	p := &Plan{Clock: clock, CPUs: cpus, FileCPUs: online[len(online)-1] + 1, RingSize: ring, PageSize: page, startOff: o.StartOff}
 
 	index := map[tracefs.Event]int{}
+	synthIndex := map[string]int{}
 	for _, es := range o.Events {
+		if synths, ok, err := matchSynth(es.Pattern, o.Synths); ok {
+			if err != nil {
+				return nil, err
+			}
+			if err := p.addSynth(es, synths, synthIndex); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		evs, err := fs.Match(es.Pattern)
 		if err != nil {
 			return nil, err
@@ -265,6 +288,11 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		StartOff:    o.StartOff,
 		Control:     o.StartOff,
 	}
+	if p.session != nil {
+		if err := p.checkSession(o); err != nil {
+			return nil, err
+		}
+	}
 	for _, h := range p.hists {
 		spec.Hists = append(spec.Hists, h.spec.Pause)
 	}
@@ -324,6 +352,11 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	}
 	if len(p.hists) > 0 {
 		if p.histJob, err = p.histTriggers(fs, o); err != nil {
+			return nil, err
+		}
+	}
+	if p.session != nil {
+		if p.histJob, err = p.sessionHists(fs, o, spec); err != nil {
 			return nil, err
 		}
 	}
@@ -466,6 +499,13 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, "#   trigger %s\n", t.Trigger.Listing())
 		}
 	}
+	for _, ev := range p.Synth {
+		fmt.Fprintf(&b, "# %s (ID %d), recorded by the inter-event session where a hist's action emits it", ev.Format.FullName(), ev.Format.ID)
+		if ev.Filter != nil {
+			fmt.Fprintf(&b, ", filter %s", ev.Filter.Expr)
+		}
+		b.WriteString("\n")
+	}
 	if p.Program.Control != nil {
 		fmt.Fprintf(&b, "# control map %s: %d words (off, tracing off, a soft-disable word per event, a paused word per hist, a count and a fires word per trigger)%s\n",
 			bpfgen.SwitchMapName, p.Program.Control.Words(), startOff(p.startOff))
@@ -488,6 +528,10 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil || p.histJob == nil {
 		return err
+	}
+	if p.session != nil {
+		fmt.Fprintf(w, "# an inter-event session of %s, one collection sharing the recording's switch and rings, printed at the end:\n", plural(len(p.session), "hist trigger"))
+		return p.histJob.Describe(w)
 	}
 	fmt.Fprintf(w, "# %s, counted whether tracing is on or off, printed at the end:\n", plural(len(p.hists), "hist trigger"))
 	return p.histJob.Describe(w)

@@ -158,11 +158,13 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		}
 	}
 	if p.histJob != nil {
-		// The hists count from before the events are recorded: a
-		// hist trigger sees its event whether it is recorded or not.
 		for _, pid := range p.FollowPIDs {
 			p.histJob.Follow(int(pid))
 		}
+	}
+	if p.histJob != nil && p.session == nil {
+		// The hists count from before the events are recorded: a
+		// hist trigger sees its event whether it is recorded or not.
 		if err = p.histJob.AttachTo(s.objs); err != nil {
 			return nil, err
 		}
@@ -200,6 +202,15 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 				s.fail(fmt.Errorf("write the records of CPU %d: %w", cpu, err))
 			}
 		}()
+	}
+	if p.session != nil {
+		// An inter-event session records its synthetic events into
+		// the rings: it runs once they are read.
+		if err = p.histJob.AttachTo(s.objs); err != nil {
+			s.stopReaders()
+			return nil, err
+		}
+		s.hists = p.histJob
 	}
 	// The comm program names every task that leaves a CPU, and every
 	// task that exits, before its parent can reap it (gone from /proc

@@ -27,7 +27,7 @@ type EventTriggers struct {
 // their events are first named; an event whose triggers all went is left
 // out.
 func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
-	sets, _, err := triggerSets(fs, specs)
+	sets, _, err := triggerSets(fs, specs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +48,10 @@ type addedTrigger struct {
 }
 
 // triggerSets is TriggerSets with the events whose triggers all went
-// (their sets empty); it also returns every trigger added, in the order
-// of the writes, with the event it went to.
-func triggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, []addedTrigger, error) {
+// (their sets empty), and the synthetic events of synths that a -e
+// names; it also returns every trigger added, in the order of the
+// writes, with the event it went to.
+func triggerSets(fs *tracefs.FS, specs []EventSpec, synths []hist.SynthEvent) ([]EventTriggers, []addedTrigger, error) {
 	var out []EventTriggers
 	var added []addedTrigger
 	index := map[tracefs.Event]int{}
@@ -58,8 +59,15 @@ func triggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, []addedTri
 		if len(es.Triggers) == 0 {
 			continue
 		}
-		evs, err := fs.Match(es.Pattern)
-		if err != nil {
+		var evs []tracefs.Event
+		if ses, ok, err := matchSynth(es.Pattern, synths); ok {
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, se := range ses {
+				evs = append(evs, tracefs.Event{System: parse.SynthSystem, Name: se.Def.Name})
+			}
+		} else if evs, err = fs.Match(es.Pattern); err != nil {
 			return nil, nil, err
 		}
 		for _, src := range es.Triggers {
@@ -105,12 +113,23 @@ type planHist struct {
 // event's hists); the target of an enable_hist or disable_hist must be
 // an event with a hist.
 func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]int) error {
-	sets, err := TriggerSets(fs, o.Events)
+	sets, _, err := triggerSets(fs, o.Events, o.Synths)
 	if err != nil {
 		return err
 	}
 	withHist := map[tracefs.Event]bool{}
+	var all []hist.EventHist
 	for _, et := range sets {
+		if et.Event.System == parse.SynthSystem {
+			for _, t := range et.Set.Triggers() {
+				if t.Cmd != parse.TrigHist {
+					return t.Errorf(t.CmdOff, t.CmdEnd, "a %s trigger on synthetic event %s: not supported by gtrace", t.Cmd, et.Event.Name).
+						WithHint("a recording's synthetic events take hist triggers (and -f): -e synthetic:%s -R 'hist:keys=...'", et.Event.Name)
+				}
+				all = append(all, hist.EventHist{Event: et.Event.String(), Spec: t.Hist})
+			}
+			continue
+		}
 		i, ok := index[et.Event]
 		if !ok {
 			continue // an event the plan left out (a pattern's ftrace events)
@@ -118,9 +137,17 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 		for _, t := range et.Set.Triggers() {
 			if t.Cmd == parse.TrigHist {
 				p.hists = append(p.hists, planHist{event: i, spec: t.Hist})
+				all = append(all, hist.EventHist{Event: et.Event.String(), Spec: t.Hist})
 				withHist[et.Event] = true
 			}
 		}
+	}
+	if hist.IsSession(all, o.Synths) {
+		if len(all) == 0 {
+			return fmt.Errorf("--synth defines synthetic events that no hist trigger emits: give a hist trigger with an action, -R 'hist:keys=...:onmatch(SYS.EVENT).NAME(...)'")
+		}
+		p.session, p.hists = all, nil
+		withHist = map[tracefs.Event]bool{}
 	}
 	for _, et := range sets {
 		i, ok := index[et.Event]
@@ -131,6 +158,10 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 		for _, t := range et.Set.Triggers() {
 			if t.Cmd == parse.TrigHist {
 				continue
+			}
+			if p.session != nil && (t.Cmd == parse.TrigEnableHist || t.Cmd == parse.TrigDisableHist) {
+				return t.Errorf(t.CmdOff, t.CmdEnd, "%s with an inter-event session: not supported by gtrace", t.Cmd).
+					WithHint("the hists of a session (variables, actions, synthetic events) count from start to end")
 			}
 			if t.Cmd == parse.TrigEnableHist || t.Cmd == parse.TrigDisableHist {
 				if target := (tracefs.Event{System: t.Target.System, Name: t.Target.Event}); !withHist[target] {
@@ -272,7 +303,7 @@ func (s *Session) Fired() ([]uint64, error) {
 // description the others list, with their own filter, as the kernel
 // lists a hist that counts into a named table.
 func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
-	sets, added, err := triggerSets(fs, specs)
+	sets, added, err := triggerSets(fs, specs, nil)
 	if err != nil {
 		return "", err
 	}

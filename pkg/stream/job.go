@@ -164,7 +164,7 @@ func printerOptions(fs *tracefs.FS, p *record.Plan) report.PrinterOptions {
 		LongSize:  strconv.IntSize / 8,
 		BigEndian: binary.NativeEndian.Uint16([]byte{0, 1}) == 1,
 	}
-	for _, ev := range append(p.Events[:len(p.Events):len(p.Events)], p.Stacks...) {
+	for _, ev := range append(append(p.Events[:len(p.Events):len(p.Events)], p.Synth...), p.Stacks...) {
 		po.Formats[ev.Format.ID] = report.EventFormat{Format: ev.Format, Text: ev.Text}
 	}
 	// As in a file: symbols and printk formats help print addresses

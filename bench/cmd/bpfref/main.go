@@ -78,10 +78,19 @@ func main() {
 	mode := flag.String("mode", "ref", "program to attach: empty or ref")
 	attach := flag.String("attach", "tp", "attach point: tp (classic tracepoint) or btf (tp_btf raw tracepoint)")
 	size := flag.Int("size", 2048, "entries of the ref program's hash map")
+	tps := flag.String("tp", "", "with -mode empty -attach tp: the classic tracepoints SYS:EVENT,... to attach the empty program to instead")
 	flag.Parse()
-	if (*mode != "empty" && *mode != "ref") || (*attach != "tp" && *attach != "btf") || *size <= 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-attach tp|btf] [-size ENTRIES]")
+	if (*mode != "empty" && *mode != "ref") || (*attach != "tp" && *attach != "btf") || *size <= 0 || flag.NArg() > 0 ||
+		*tps != "" && (*mode != "empty" || *attach != "tp") {
+		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-attach tp|btf] [-size ENTRIES] [-tp SYS:EVENT,... (empty on tp)]")
 		os.Exit(2)
+	}
+	if *tps != "" {
+		if err := runEmpty(strings.Split(*tps, ",")); err != nil {
+			fmt.Fprintf(os.Stderr, "bpfref: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*mode, *attach, uint32(*size)); err != nil {
 		fmt.Fprintf(os.Stderr, "bpfref: %v\n", err)
@@ -165,6 +174,39 @@ func run(mode, attach string, size uint32) error {
 		}
 		fmt.Printf("hits %d getppid %d\n", hits, getppid)
 	}
+	return nil
+}
+
+// runEmpty attaches a program that returns 0 to each classic tracepoint
+// of tps (SYS:EVENT), one program each, in order, reports "ready" and
+// waits for SIGINT or SIGTERM: the cost of any program at those attach
+// points (bench/synth-overhead.sh).
+func runEmpty(tps []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, tp := range tps {
+		sys, ev, ok := strings.Cut(tp, ":")
+		if !ok {
+			return fmt.Errorf("tracepoint %q: want SYS:EVENT", tp)
+		}
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name:         "bpfref_empty",
+			Type:         ebpf.TracePoint,
+			License:      "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		})
+		if err != nil {
+			return fmt.Errorf("load empty program: %w", err)
+		}
+		defer prog.Close()
+		l, err := link.Tracepoint(sys, ev, prog, nil)
+		if err != nil {
+			return fmt.Errorf("attach to %s: %w", tp, err)
+		}
+		defer l.Close()
+	}
+	fmt.Println("ready")
+	<-ctx.Done()
 	return nil
 }
 
