@@ -32,6 +32,7 @@ type filterOptions struct {
 	// Fired prints a line on stderr when a trigger fires (gtrace
 	// trigger).
 	Fired   bool
+	Probes  probeDefs // --probe, --probes: probe events -e may name
 	Command []string
 }
 
@@ -129,6 +130,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	}
 	f := c.Flags()
 	eventFilterFlags(f, ev, "print")
+	o.Probes.register(f)
 	f.StringVarP(&o.Output, "output", "o", "", "also write the events into this trace.dat file")
 	enumFlag(f, &o.Format, "format", "", "text", filterFormats, "format", "",
 		"output format: text (trace-cmd report's lines) or ndjson (one JSON object a line)")
@@ -176,8 +178,12 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 		}
 		return err
 	}
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
-		HistOut: d.Out, HistFormat: o.Format})
+		HistOut: d.Out, HistFormat: o.Format, Probes: probes})
 	if err != nil {
 		return err
 	}

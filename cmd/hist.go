@@ -20,6 +20,7 @@ type histOptions struct {
 	Input    string      // a trace.dat file: aggregate its records instead of live events
 	Hists    []histEvent // each -e with its hists, in command-line order
 	Synth    synthDefs   // --synth: synthetic events the hists' actions emit
+	Probes   probeDefs   // --probe, --probes: probe events -e may name (live)
 	Name     string
 	PIDs     []int
 	Follow   bool
@@ -220,6 +221,11 @@ session is printed at the end, one block per hist.`,
 				return parse.Errorf(o.Synth.what(), d.Src, d.NameOff, d.NameOff+len(d.Name), "synthetic events run over a recording for now").
 					WithHint("record the events the hists are on with gtrace record, then run the hists with gtrace hist -i FILE --synth ...")
 			}
+			if o.Input != "" && len(o.Probes.defs) > 0 {
+				d := o.Probes.defs[0]
+				return parse.Errorf(o.Probes.what(), d.Src, 0, len(d.Src), "a probe runs on live events: not with -i").
+					WithHint("a recording's probe events are in its file: gtrace hist -i FILE -e uprobes:EV")
+			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
 			}
@@ -257,6 +263,7 @@ session is printed at the end, one block per hist.`,
 	ev.option(f, eventOption{name: "trigger", short: "R", typ: "TRIGGER", needsEvent: "a trigger must follow the -e EVENT it is on"},
 		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event, or 'hist:...', a hist of the event (repeatable; see docs/triggers.md)")
 	o.Synth.register(f)
+	o.Probes.register(f)
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing counts until a traceon trigger (-R) fires")
 	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
@@ -437,12 +444,20 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	hists, err := histSpecs(catalog.Live(fs), o.Hists, false)
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
+	cat, err := o.Probes.catalog(catalog.Live(fs))
+	if err != nil {
+		return err
+	}
+	hists, err := histSpecs(cat, o.Hists, false)
 	if err != nil {
 		return err
 	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
+		Probes: probes, Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
 	})
 	if err != nil {
 		return err

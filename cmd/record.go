@@ -30,6 +30,7 @@ type recordOptions struct {
 	UserStack   bool
 	Snapshot    bool
 	Quiet       bool
+	Probes      probeDefs // --probe, --probes: probe events -e may name
 	Command     []string
 }
 
@@ -195,6 +196,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger (-R) with the user stack (8 frames)")
 	f.BoolVar(&o.Snapshot, "snapshot", false, "a flight recorder: keep only the last -b KiB of each CPU, and write them to -o at the end")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
+	o.Probes.register(f)
 	return c
 }
 
@@ -203,8 +205,12 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
-		Snapshots: true, HistOut: d.Out, HistFormat: "text"})
+		Snapshots: true, HistOut: d.Out, HistFormat: "text", Probes: probes})
 	if err != nil {
 		return err
 	}

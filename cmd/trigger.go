@@ -118,6 +118,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and the BPF programs, load nothing")
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing is printed until a traceon fires")
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger with the user stack (8 frames)")
+	o.Probes.register(f)
 	o.BufferKB, o.Clock, o.FileVersion, o.Compression = record.DefaultBufferKB, "mono", 7, "none"
 	return c
 }

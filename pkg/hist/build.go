@@ -139,6 +139,9 @@ type LiveConfig struct {
 	// StartOff starts with tracing off: nothing counts until a traceon
 	// trigger fires.
 	StartOff bool
+	// Probes are the formats of the probe events that Hists may name
+	// besides tracefs's (catalog.WithProbes: their Probes set).
+	Probes []*parse.Format
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -215,11 +218,7 @@ func newLive(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl, listing
 	var plans []*Plan
 	var formats []*parse.Format
 	for _, h := range cfg.Hists {
-		ev, err := fs.Lookup(h.Event)
-		if err != nil {
-			return nil, err
-		}
-		f, err := fs.Format(ev)
+		f, err := eventFormat(fs, h.Event, cfg.Probes)
 		if err != nil {
 			return nil, err
 		}
@@ -461,4 +460,19 @@ func (j *LiveJob) print(clear bool) error {
 	r := LocalResolver()
 	r.User = j.users.SymOffset
 	return Write(j.cfg.Out, j.cfg.Format, tables, infos, r)
+}
+
+// eventFormat returns the format of the event name: a probe event's, or
+// tracefs's.
+func eventFormat(fs *tracefs.FS, name string, probes []*parse.Format) (*parse.Format, error) {
+	for _, f := range probes {
+		if name == f.FullName() || name == f.Name && !strings.Contains(name, ":") {
+			return f, nil
+		}
+	}
+	ev, err := fs.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Format(ev)
 }
