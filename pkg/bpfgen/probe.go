@@ -198,7 +198,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 	off := int16(parse.CommonSize)
 	if d.Return {
 		b.Comment("__probe_func, __probe_ret_ip")
-		b.Emit(asm.FnGetFuncIp.Call(), asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call(), asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
 		p.loadReg(b, probeIPReg[p.arch])
 		b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
 		off += 16
@@ -207,7 +207,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 		if d.User {
 			p.loadReg(b, probeIPReg[p.arch])
 		} else {
-			b.Emit(asm.FnGetFuncIp.Call())
+			b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
 		}
 		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
 		off += 8
@@ -368,7 +368,7 @@ func (p *Probe) emitAddr(b *Builder, f *parse.Fetch, tmp int16, fault string) {
 		// The file offset's address in this process: the probe's
 		// address less its own file offset (translate_user_vaddr).
 		b.Emit(
-			asm.FnGetFuncIp.Call(),
+			asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call(),
 			asm.LoadImm(asm.R1, int64(f.Offset)-int64(p.Def.FileOffset), asm.DWord),
 			asm.Add.Reg(asm.R0, asm.R1),
 		)
