@@ -287,3 +287,23 @@ func TestPrivilegedKprobeNoKprobes(t *testing.T) {
 		t.Errorf("record on a kprobe: exit %d, stderr:\n%s", code, errOut)
 	}
 }
+
+// TestPrivilegedUprobeFilterTrigger streams a uprobe's events through a
+// filter on a probe field, and stops tracing with a trigger on one: the
+// events printed are exactly the calls the filter and the trigger let by.
+func TestPrivilegedUprobeFilterTrigger(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	libc := probeLibc(t)
+	def := fmt.Sprintf("p:myw %s:write len=%%dx:u64 buf=+0(%%si):string", libc)
+	out, errOut, code := run(t, "filter", "-q", "--probe", def, "-e", "uprobes:myw", "-f", "len > 4", "--follow", "--", "/bin/sh", "-c", probeScript)
+	lines := probeLines(out, "myw")
+	if code != 0 || len(lines) != 2 || !strings.HasSuffix(lines[0], `len=10 buf="0123456789"`) || !strings.HasSuffix(lines[1], `len=21 buf="hello-from-userspace!"`) {
+		t.Errorf("filter: exit %d, stderr %s, stdout:\n%s", code, errOut, out)
+	}
+	out, errOut, code = run(t, "trigger", "-q", "--probe", def, "-e", "uprobes:myw", "traceoff if len == 10", "--follow", "--", "/bin/sh", "-c", probeScript)
+	lines = probeLines(out, "myw")
+	if code != 0 || len(lines) != 3 || !strings.HasSuffix(lines[2], `len=10 buf="0123456789"`) ||
+		!strings.Contains(errOut, "uprobes:myw: traceoff if len == 10 fired (1 in all)") {
+		t.Errorf("trigger: exit %d, stderr %s, stdout:\n%s", code, errOut, out)
+	}
+}

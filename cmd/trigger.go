@@ -141,6 +141,9 @@ func bindTriggerArgs(ev *eventFlags, args []string) error {
 
 // listTriggers prints the trigger files the command line sets up.
 func listTriggers(d *Deps, o *filterOptions) error {
+	if len(o.Probes.defs) > 0 {
+		return usagef("--list prints the trigger files of the kernel's events: not with --probe or --probes")
+	}
 	fs, err := d.TraceFS()
 	if err != nil {
 		return fmt.Errorf("--list reads the events' formats from tracefs: %w", err)
