@@ -87,6 +87,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # writes of 7 bytes to stdout by one command, also saved in out.dat
   gtrace filter -e syscalls:sys_enter_write -f 'fd == 1 && count == 7' -o out.dat -- ./app
 
+  # readline's return in bash: each line typed, from a uretprobe
+  gtrace filter --probe 'r:rl /bin/bash:readline line=+0($retval):string' -e uprobes:rl
+
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .
 

@@ -120,6 +120,9 @@ session is printed at the end, one block per hist.`,
   # bytes written per process, biggest first, for 10 seconds
   gtrace hist -e syscalls:sys_enter_write -k common_pid.execname --vals count -s count.descending --duration 10s
 
+  # the sizes a program hands to libc's write, from a uprobe
+  gtrace hist --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=$arg3:u64' -e uprobes:myw -k len -- ./app
+
   # the same as a kernel trigger string
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
 

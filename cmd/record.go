@@ -110,6 +110,11 @@ fork and free events keep the set in a map of 65536 entries. Without
   # writes to fd 1 of one command, into out.dat
   gtrace record -e syscalls:sys_enter_write -f 'fd == 1' -o out.dat -- ls -l
 
+  # libc's write as a uprobe event: fd, size and the bytes, as the kernel's
+  # uprobe_events would record them (trace-cmd report prints them)
+  gtrace record --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32 len=%dx:u64 buf=+0(%si):string' \
+      -e uprobes:myw --follow -- ./app
+
   # all scheduler events for 5 seconds, zstd-compressed
   gtrace record -e 'sched:*' --duration 5s --compression zstd
 

@@ -58,6 +58,9 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 		Example: `  # the writes of make up to the one of 5 bytes, then nothing
   gtrace trigger -e syscalls:sys_enter_write 'traceoff if count == 5' -- make
 
+  # a uprobe's events until libc's write of 10 bytes
+  gtrace trigger --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=%dx:u64' -e uprobes:myw 'traceoff if len == 10' -- ./app
+
   # the openat calls from the first write of 100 bytes on
   gtrace trigger -e syscalls:sys_enter_write 'enable_event:syscalls:sys_enter_openat if count == 100' -- ./app
 
