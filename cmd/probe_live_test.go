@@ -67,7 +67,9 @@ func probeLines(report, event string) []string {
 // TestPrivilegedUprobeRecord records uprobes on libc's write while dash
 // prints four known strings: every call once, with the values the
 // kernel's uprobe event would record (the same three arguments from
-// registers, from $argN and at PATH:SYMBOL), and the return probe's
+// registers and from $argN at PATH:SYMBOL, and from registers at
+// PATH:OFFSET, the offset as gtrace kprobe --list gives it), and the
+// return probe's
 // $retval is each write's size; trace-cmd report reads the file without
 // a word on stderr.
 func TestPrivilegedUprobeRecord(t *testing.T) {
@@ -78,6 +80,12 @@ func TestPrivilegedUprobeRecord(t *testing.T) {
 		fmt.Sprintf("p:mya %s:write fd=$arg1:s32 len=$arg3:u64 buf=+0($arg2):string", libc),
 		fmt.Sprintf("r:myr %s:write ret=$retval:s64", libc),
 	}
+	listing, _, code := run(t, "kprobe", "--list", "--", defs[0])
+	place := strings.Fields(listing)
+	if code != 0 || len(place) < 2 {
+		t.Fatalf("gtrace kprobe --list %s: exit %d, %q", defs[0], code, listing)
+	}
+	defs = append(defs, fmt.Sprintf("p:myo %s fd=%%di:s32 len=%%dx:u64 buf=+0(%%si):string", place[1]))
 	file := filepath.Join(t.TempDir(), "trace.dat")
 	args := []string{"-o", file, "--follow", "-e", "uprobes:*"}
 	for _, d := range defs {
@@ -89,7 +97,7 @@ func TestPrivilegedUprobeRecord(t *testing.T) {
 		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
 	}
 	report := traceCmdReport(t, file)
-	for _, ev := range []string{"myw", "mya"} {
+	for _, ev := range []string{"myw", "mya", "myo"} {
 		lines := probeLines(report, ev)
 		if len(lines) != len(probeWrites) {
 			t.Fatalf("%d %s events, want %d:\n%s", len(lines), ev, len(probeWrites), report)
