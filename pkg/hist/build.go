@@ -276,6 +276,8 @@ func (j *LiveJob) Describe(w io.Writer) error {
 			fmt.Fprintln(w, "# tracing starts off: nothing counts until a traceon fires")
 		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
+		case c.Layout.Source != nil:
+			fmt.Fprintf(w, "# on %s: the record is built from the probe's fetch arguments\n", c.Layout.Source.Point(c.Format))
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":
