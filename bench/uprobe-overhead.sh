@@ -108,6 +108,12 @@ tfs=/sys/kernel/tracing
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	if [[ -n $tracer ]]; then
+		# SIGTERM lets recordbench restore the tracefs files it changed.
+		kill -TERM "$tracer" 2>/dev/null || true
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$tracer" 2>/dev/null || break
+			sleep 0.5
+		done
 		kill -KILL "$tracer" 2>/dev/null || true
 		wait "$tracer" 2>/dev/null || true
 	fi
@@ -183,7 +189,9 @@ stop() {
 }
 stopped() {
 	local m=$1 n
-	kill -INT "$tracer"
+	# SIGTERM: a background job of a script ignores SIGINT (bpftrace
+	# keeps it ignored); every tracer here ends cleanly on SIGTERM.
+	kill -TERM "$tracer"
 	wait "$tracer" || true
 	tracer=
 	case $m in
