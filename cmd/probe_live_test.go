@@ -286,7 +286,7 @@ func TestPrivilegedKprobeNoKprobes(t *testing.T) {
 	}
 	def := "p:kp vfs_read fd=%di:s32 n=+8(+0(%si)):u32 s=+0(%si):string"
 	out, errOut, code := run(t, "record", "--probe", def, "-e", "kprobes:kp", "--dry-run")
-	if code != 0 || !strings.Contains(out, "built at kprobe vfs_read") || !strings.Contains(out, "FnGetFuncIp") {
+	if code != 0 || !strings.Contains(out, "built at kprobe vfs_read") || !strings.Contains(out, "build the record of kprobes:kp from kprobe vfs_read") {
 		t.Errorf("record --dry-run: exit %d, stderr %s, stdout:\n%.2000s", code, errOut, out)
 	}
 	file := filepath.Join(t.TempDir(), "trace.dat")

@@ -198,16 +198,21 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 	off := int16(parse.CommonSize)
 	if d.Return {
 		b.Comment("__probe_func, __probe_ret_ip")
-		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call(), asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+		if !d.User && p.arch == "amd64" {
+			p.emitEndbr(b, rec)
+		}
+		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
 		p.loadReg(b, probeIPReg[p.arch])
 		b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
 		off += 16
 	} else {
 		b.Comment("__probe_ip")
-		if d.User {
-			p.loadReg(b, probeIPReg[p.arch])
-		} else {
-			b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+		p.loadReg(b, probeIPReg[p.arch])
+		if !d.User && p.arch == "amd64" {
+			// A kprobe's handlers run with ip past its int3 (the
+			// ftrace and optimized kprobes set it so too).
+			b.Emit(asm.Sub.Imm(asm.R0, 1))
 		}
 		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
 		off += 8
@@ -332,6 +337,33 @@ func (p *Probe) strHelper(a parse.ProbeArg) asm.BuiltinFunc {
 		return asm.FnProbeReadUserStr
 	}
 	return asm.FnProbeReadKernelStr
+}
+
+// endbr64 is x86's ENDBR64 instruction (f3 0f 1e fa), as a
+// little-endian u32.
+const endbr64 = 0xfa1e0ff3
+
+// emitEndbr moves the function's address in R0 past an ENDBR64 there:
+// the kernel puts the kprobe of a function's entry after it (IBT), and
+// records that address, where bpf_get_func_ip gives the function's.
+// Clobbers R1-R6 and the word at R10+tmp.
+func (p *Probe) emitEndbr(b *Builder, tmp int16) {
+	plain := b.Label("no_endbr")
+	b.Emit(
+		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.StoreImm(asm.R10, tmp, 0, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(tmp)),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R1, asm.R10, tmp, asm.Word),
+		asm.LoadImm(asm.R2, endbr64, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, plain),
+		asm.Add.Imm(asm.R6, 4),
+	)
+	b.Mark(plain)
+	b.Emit(asm.Mov.Reg(asm.R0, asm.R6))
 }
 
 // isMemory reports whether a fetch ends reading memory: its value is
