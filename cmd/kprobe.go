@@ -75,7 +75,7 @@ func runKprobe(d *Deps, o *kprobeOptions) error {
 		}
 	}
 	syms := ""
-	if fs, err := d.TraceFS(); err == nil {
+	if fs, err := d.TraceFS(); err == nil && s.kprobes() {
 		if text, err := fs.Kallsyms(); err == nil {
 			syms = text
 		}

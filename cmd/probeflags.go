@@ -36,11 +36,26 @@ func (s *probeDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
 	if len(s.defs) == 0 {
 		return c, nil
 	}
-	syms, err := c.Kallsyms()
-	if err != nil {
-		syms = ""
+	syms := ""
+	if s.kprobes() {
+		// Only a kprobe's symbol is looked up: kallsyms takes a third
+		// of a second to read.
+		if text, err := c.Kallsyms(); err == nil {
+			syms = text
+		}
 	}
 	return s.apply(c, syms)
+}
+
+// kprobes reports whether a definition is a kprobe's, whose symbol is
+// checked against the kernel's.
+func (s *probeDefs) kprobes() bool {
+	for _, d := range s.defs {
+		if !d.User && !d.Remove {
+			return true
+		}
+	}
+	return false
 }
 
 // formats returns the formats of the probe events, for a live
