@@ -33,6 +33,7 @@ type filterOptions struct {
 	// trigger).
 	Fired   bool
 	Synth   synthDefs // --synth: synthetic events that the hist triggers' actions emit
+	Probes  probeDefs // --probe, --probes: probe events -e may name
 	Command []string
 }
 
@@ -87,6 +88,9 @@ tracing failed, 2 for bad usage or a bad filter.`,
   # writes of 7 bytes to stdout by one command, also saved in out.dat
   gtrace filter -e syscalls:sys_enter_write -f 'fd == 1 && count == 7' -o out.dat -- ./app
 
+  # readline's return in bash: each line typed, from a uretprobe
+  gtrace filter --probe 'r:rl /bin/bash:readline line=+0($retval):string' -e uprobes:rl
+
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .
 
@@ -136,6 +140,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	}
 	f := c.Flags()
 	eventFilterFlags(f, ev, "print")
+	o.Probes.register(f)
 	f.StringVarP(&o.Output, "output", "o", "", "also write the events into this trace.dat file")
 	enumFlag(f, &o.Format, "format", "", "text", filterFormats, "format", "",
 		"output format: text (trace-cmd report's lines) or ndjson (one JSON object a line)")
@@ -188,8 +193,12 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 	if err != nil {
 		return err
 	}
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
-		HistOut: d.Out, HistFormat: o.Format, Synths: synths})
+		HistOut: d.Out, HistFormat: o.Format, Synths: synths, Probes: probes})
 	if err != nil {
 		return err
 	}

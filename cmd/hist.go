@@ -20,6 +20,7 @@ type histOptions struct {
 	Input    string      // a trace.dat file: aggregate its records instead of live events
 	Hists    []histEvent // each -e with its hists, in command-line order
 	Synth    synthDefs   // --synth: synthetic events the hists' actions emit
+	Probes   probeDefs   // --probe, --probes: probe events -e may name (live)
 	Name     string
 	PIDs     []int
 	Follow   bool
@@ -119,6 +120,9 @@ end, one block per hist.`,
 
   # bytes written per process, biggest first, for 10 seconds
   gtrace hist -e syscalls:sys_enter_write -k common_pid.execname --vals count -s count.descending --duration 10s
+
+  # the sizes a program hands to libc's write, from a uprobe
+  gtrace hist --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=$arg3:u64' -e uprobes:myw -k len -- ./app
 
   # the same as a kernel trigger string
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
@@ -222,6 +226,11 @@ end, one block per hist.`,
 					return usagef("-R runs triggers in BPF, on live events: not with -i (but for -R 'hist:...', a hist of the -e)")
 				}
 			}
+			if o.Input != "" && len(o.Probes.defs) > 0 {
+				d := o.Probes.defs[0]
+				return parse.Errorf(o.Probes.what(), d.Src, 0, len(d.Src), "a probe runs on live events: not with -i").
+					WithHint("a recording's probe events are in its file: gtrace hist -i FILE -e uprobes:EV")
+			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
 			}
@@ -259,6 +268,7 @@ end, one block per hist.`,
 	ev.option(f, eventOption{name: "trigger", short: "R", typ: "TRIGGER", needsEvent: "a trigger must follow the -e EVENT it is on"},
 		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event, or 'hist:...', a hist of the event (repeatable; see docs/triggers.md)")
 	o.Synth.register(f)
+	o.Probes.register(f)
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing counts until a traceon trigger (-R) fires")
 	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
@@ -439,7 +449,15 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	cat, err := o.Synth.catalog(catalog.Live(fs))
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
+	cat, err := o.Probes.catalog(catalog.Live(fs))
+	if err != nil {
+		return err
+	}
+	cat, err = o.Synth.catalog(cat)
 	if err != nil {
 		return err
 	}
@@ -457,7 +475,7 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 		}
 	}
 	job, err := hist.NewLive(fs, hist.LiveConfig{
-		Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
+		Probes: probes, Hists: hists, PIDs: o.PIDs, Follow: o.Follow, Format: o.Format, Clear: o.Clear, Out: d.Out, StartOff: o.StartOff,
 		Synths: synths,
 	})
 	if err != nil {

@@ -40,15 +40,19 @@ events/GRP/EV/format shows it (gtrace numbers its events down from 65279).
 With neither, only check them. A removal starts with '-': give the
 definitions after -- (gtrace kprobe --list -- 'p:ev vfs_read' '-:ev').
 
-Nothing is written to the kernel and nothing attaches: running probes as
-BPF programs is coming. The same definitions given to 'gtrace list
---probe' make events of their groups (kprobes, uprobes). docs/probes.md
-has the whole language.`,
+Nothing is written to the kernel and nothing attaches here: the same
+definitions given with --probe (or --probes FILE) to record, hist,
+filter, trigger and list make events of their groups (kprobes, uprobes)
+that BPF programs record and count. A kernel without kprobes
+(CONFIG_KPROBES, CONFIG_KPROBE_EVENTS) still parses them, derives their
+formats and prints their programs (--dry-run); attaching one fails, exit
+1. docs/probes.md has the whole language.`,
 		Example: `  gtrace kprobe 'p:myprobe do_sys_openat2 dfd=%ax filename=+0(%si):string' --list
   gtrace kprobe 'r16:myret do_sys_openat2 ret=$retval' -F
   gtrace kprobe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:0xf8340 fd=%di:s32 len=%dx:u64 buf=+0(%si):string' -F
   gtrace kprobe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' --list
-  gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'`,
+  gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'
+  gtrace record --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' -e uprobes:mywrite -- ./app`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Defs = args
@@ -71,7 +75,7 @@ func runKprobe(d *Deps, o *kprobeOptions) error {
 		}
 	}
 	syms := ""
-	if fs, err := d.TraceFS(); err == nil {
+	if fs, err := d.TraceFS(); err == nil && s.kprobes() {
 		if text, err := fs.Kallsyms(); err == nil {
 			syms = text
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
 // probeDefs is --probe and --probes: kprobe and uprobe definitions, each
@@ -35,11 +36,48 @@ func (s *probeDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
 	if len(s.defs) == 0 {
 		return c, nil
 	}
-	syms, err := c.Kallsyms()
-	if err != nil {
-		syms = ""
+	syms := ""
+	if s.kprobes() {
+		// Only a kprobe's symbol is looked up: kallsyms takes a third
+		// of a second to read.
+		if text, err := c.Kallsyms(); err == nil {
+			syms = text
+		}
 	}
 	return s.apply(c, syms)
+}
+
+// kprobes reports whether a definition is a kprobe's, whose symbol is
+// checked against the kernel's.
+func (s *probeDefs) kprobes() bool {
+	for _, d := range s.defs {
+		if !d.User && !d.Remove {
+			return true
+		}
+	}
+	return false
+}
+
+// formats returns the formats of the probe events, for a live
+// command: the definitions checked against the running kernel's symbols
+// and the files, and applied in order over tracefs's events.
+func (s *probeDefs) formats(fs *tracefs.FS) ([]*parse.Format, error) {
+	if len(s.defs) == 0 {
+		return nil, nil
+	}
+	c, err := s.catalog(catalog.Live(fs))
+	if err != nil {
+		return nil, err
+	}
+	var out []*parse.Format
+	for _, e := range catalog.ProbeEvents(c) {
+		f, _, err := c.Format(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // apply checks the places against the kernel symbols syms ("": not

@@ -31,6 +31,7 @@ type recordOptions struct {
 	UserStack   bool
 	Snapshot    bool
 	Quiet       bool
+	Probes      probeDefs // --probe, --probes: probe events -e may name
 	Command     []string
 }
 
@@ -109,6 +110,11 @@ fork and free events keep the set in a map of 65536 entries. Without
 
   # writes to fd 1 of one command, into out.dat
   gtrace record -e syscalls:sys_enter_write -f 'fd == 1' -o out.dat -- ls -l
+
+  # libc's write as a uprobe event: fd, size and the bytes, as the kernel's
+  # uprobe_events would record them (trace-cmd report prints them)
+  gtrace record --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32 len=%dx:u64 buf=+0(%si):string' \
+      -e uprobes:myw --follow -- ./app
 
   # all scheduler events for 5 seconds, zstd-compressed
   gtrace record -e 'sched:*' --duration 5s --compression zstd
@@ -203,6 +209,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVar(&o.Snapshot, "snapshot", false, "a flight recorder: keep only the last -b KiB of each CPU, and write them to -o at the end")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	o.Synth.register(f)
+	o.Probes.register(f)
 	return c
 }
 
@@ -215,8 +222,12 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
+	probes, err := o.Probes.formats(fs)
+	if err != nil {
+		return err
+	}
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
-		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths})
+		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths, Probes: probes})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,17 @@ func (b *Builder) Emit(insns ...asm.Instruction) {
 	}
 }
 
+// referenced reports whether an instruction emitted so far jumps to
+// label.
+func (b *Builder) referenced(label string) bool {
+	for _, ins := range b.insns {
+		if ins.Reference() == label {
+			return true
+		}
+	}
+	return false
+}
+
 // Instructions returns what was emitted. A label still pending gets a
 // final "return 0" so that jumps to it resolve.
 func (b *Builder) Instructions() asm.Instructions {

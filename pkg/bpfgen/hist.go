@@ -109,6 +109,9 @@ type HistSpec struct {
 	// it. Loading it needs the kernel's BTF.
 	Direct *DirectOptions
 	Event  *parse.Format
+	// Source, when not nil, builds the event's records: a probe
+	// event's (NewProbe). nil: the event's tracepoint, or Direct.
+	Source Source
 	// Control, when not nil, puts the hist in a session with a control
 	// map (control.go): it counts only while tracing is on, its event is
 	// enabled and it is not paused, and runs its event's triggers.
@@ -141,7 +144,7 @@ func HistTracepoint(s *HistSpec) string {
 }
 
 func histDirect(s *HistSpec) *Direct {
-	if s.Direct == nil || s.HasStack() || s.Event == nil || s.stackSize() > maxStack-directRecordMax {
+	if s.Source != nil || s.Direct == nil || s.HasStack() || s.Event == nil || s.stackSize() > maxStack-directRecordMax {
 		return nil
 	}
 	return NewDirect(s.Event, s.Direct)
@@ -191,6 +194,12 @@ func Hist(s *HistSpec) (*Program, error) {
 	var src Source = Tracepoint{}
 	if d := histDirect(s); d != nil {
 		src = d
+	}
+	if s.Source != nil {
+		if s.HasStack() {
+			return nil, fmt.Errorf("hist: a stacktrace key reads the stack of a tracepoint's context: gtrace does not take one on a probe event")
+		}
+		src = s.Source
 	}
 	c := NewCollection()
 	gate := s.Gate

@@ -180,6 +180,9 @@ type RecordEvent struct {
 	// SoftDisabled: the event starts soft disabled, recorded only once
 	// an enable_event trigger enables it.
 	SoftDisabled bool
+	// Source, when not nil, builds the event's records: a probe event's
+	// (NewProbe). nil: the event's tracepoint, or Direct.
+	Source Source
 }
 
 // StackTrigger is what the stacktrace trigger of an event asks for.
@@ -390,6 +393,12 @@ func Record(s *RecordSpec) (*Program, error) {
 		var src Source = Tracepoint{}
 		if d := NewDirect(f, s.Direct); d != nil && ev.Stack == nil {
 			src = d
+		}
+		if ev.Source != nil {
+			if ev.Stack != nil {
+				return nil, fmt.Errorf("event %s: a stacktrace trigger reads the stack of a tracepoint's context: gtrace does not take one on a probe event", f.FullName())
+			}
+			src = ev.Source
 		}
 		shape := ""
 		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil && ev.Stack == nil && ctl == nil {

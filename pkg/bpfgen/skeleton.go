@@ -106,8 +106,11 @@ type Source interface {
 	// stack is the bytes of stack the source's record takes.
 	stack() int
 	// emit leaves the record in R6; ctx is in R6 on entry, R9 holds
-	// pid_tgid. It may use the stack at R10+rec.
-	emit(b *Builder, rec int16, id EventID)
+	// pid_tgid. It may use the stack at R10+rec, R7 and R8, and jump to
+	// out when it has no record.
+	emit(b *Builder, rec int16, id EventID, out string)
+	// maps are the maps the source uses, by name.
+	maps() []*ebpf.MapSpec
 	// program sets the program's type and attach target.
 	program(ps *ebpf.ProgramSpec)
 }
@@ -121,13 +124,17 @@ func (Tracepoint) Point(f *parse.Format) attach.Point {
 	return attach.TracepointAt(f.System, f.Name)
 }
 
-func (Tracepoint) stack() int                           { return 0 }
-func (Tracepoint) emit(*Builder, int16, EventID)        {}
-func (Tracepoint) program(ps *ebpf.ProgramSpec)         { ps.Type = ebpf.TracePoint }
-func (t Tracepoint) String() string                     { return "tracepoint" }
-func (Direct) stack() int                               { return directRecordMax }
-func (d Direct) emit(b *Builder, rec int16, id EventID) { emitDirect(b, d.b, d.Options, id, rec) }
-func (d Direct) program(ps *ebpf.ProgramSpec)           { directSpec(ps, d.b.tracepoint) }
+func (Tracepoint) stack() int                            { return 0 }
+func (Tracepoint) emit(*Builder, int16, EventID, string) {}
+func (Tracepoint) maps() []*ebpf.MapSpec                 { return nil }
+func (Direct) maps() []*ebpf.MapSpec                     { return nil }
+func (Tracepoint) program(ps *ebpf.ProgramSpec)          { ps.Type = ebpf.TracePoint }
+func (t Tracepoint) String() string                      { return "tracepoint" }
+func (Direct) stack() int                                { return directRecordMax }
+func (d Direct) emit(b *Builder, rec int16, id EventID, _ string) {
+	emitDirect(b, d.b, d.Options, id, rec)
+}
+func (d Direct) program(ps *ebpf.ProgramSpec) { directSpec(ps, d.b.tracepoint) }
 
 // Direct is the source of a program on a BTF-enabled raw tracepoint that
 // builds the event's record from the tracepoint's arguments (direct.go).
@@ -248,7 +255,7 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 	}
 	emitGate(b, p.Gate, idSlot-8, out)
 	if top > rec {
-		p.Source.emit(b, int16(-top), p.ID)
+		p.Source.emit(b, int16(-top), p.ID, out)
 	}
 	if p.Filter != nil && !early {
 		if err := EmitFilter(b, p.Filter, out, scratch); err != nil {
@@ -383,6 +390,11 @@ func (c *Collection) Add(p *Prog) error {
 	}
 	if p.Gate.Follow != "" && c.spec.Maps[p.Gate.Follow] == nil {
 		return fmt.Errorf("program %s: no follow map %q in the collection (AddFollow adds it)", p.Name, p.Gate.Follow)
+	}
+	for _, m := range p.Source.maps() {
+		if err := c.AddMap(m); err != nil {
+			return err
+		}
 	}
 	for _, a := range p.Actions {
 		for _, m := range a.maps() {

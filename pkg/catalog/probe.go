@@ -301,7 +301,9 @@ func (c *probes) Format(e Event) (*parse.Format, string, error) {
 	if i, ok := c.byName[e]; ok {
 		id := ProbeIDTop - i
 		d := c.events[i].defs[0]
-		return d.Format(id), d.FormatFile(id), nil
+		f := d.Format(id)
+		f.Probes = c.events[i].defs
+		return f, d.FormatFile(id), nil
 	}
 	return c.Catalog.Format(e)
 }

@@ -142,6 +142,9 @@ type LiveConfig struct {
 	// Synths are the synthetic events of --synth, which the actions of
 	// an inter-event session's hists emit (and -e synthetic:NAME names).
 	Synths []SynthEvent
+	// Probes are the formats of the probe events that Hists may name
+	// besides tracefs's (catalog.WithProbes: their Probes set).
+	Probes []*parse.Format
 }
 
 // LiveJob is a live hist: compiled, then attached and printed by
@@ -225,11 +228,7 @@ func newLive(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl, listing
 	var plans []*Plan
 	var formats []*parse.Format
 	for _, h := range cfg.Hists {
-		ev, err := fs.Lookup(h.Event)
-		if err != nil {
-			return nil, err
-		}
-		f, err := fs.Format(ev)
+		f, err := eventFormat(fs, h.Event, cfg.Probes)
 		if err != nil {
 			return nil, err
 		}
@@ -290,6 +289,8 @@ func (j *LiveJob) Describe(w io.Writer) error {
 			fmt.Fprintln(w, "# tracing starts off: nothing counts until a traceon fires")
 		}
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
+		case c.Layout.Source != nil:
+			fmt.Fprintf(w, "# on %s: the record is built from the probe's fetch arguments\n", c.Layout.Source.Point(c.Format))
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":
@@ -490,4 +491,19 @@ func (j *LiveJob) print(clear bool) error {
 	r := LocalResolver()
 	r.User = j.users.SymOffset
 	return Write(j.cfg.Out, j.cfg.Format, tables, infos, r)
+}
+
+// eventFormat returns the format of the event name: a probe event's, or
+// tracefs's.
+func eventFormat(fs *tracefs.FS, name string, probes []*parse.Format) (*parse.Format, error) {
+	for _, f := range probes {
+		if name == f.FullName() || name == f.Name && !strings.Contains(name, ":") {
+			return f, nil
+		}
+	}
+	ev, err := fs.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Format(ev)
 }

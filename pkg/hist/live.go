@@ -7,6 +7,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/attach"
 	"github.com/gtrace/gtrace/pkg/bpfgen"
+	"github.com/gtrace/gtrace/pkg/ksym"
 	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/probe"
 )
@@ -54,6 +55,11 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		Event:      f,
 		Control:    o.Control,
 	}
+	src, err := bpfgen.ProbeSource(f, ksym.KernelFuncRange)
+	if err != nil {
+		return nil, err
+	}
+	l.Source = src
 	prog, err := bpfgen.Hist(l)
 	if err != nil {
 		return nil, fmt.Errorf("generate hist for %s: %w", p.Event, err)
@@ -145,6 +151,9 @@ func start(c *Compiled, follow []uint32, owner *Live) (*Live, error) {
 		}
 	}
 	point := bpfgen.Tracepoint{}.Point(c.Format)
+	if c.Layout.Source != nil {
+		point = c.Layout.Source.Point(c.Format)
+	}
 	if tp := bpfgen.HistTracepoint(c.Layout); tp != "" {
 		point = attach.Point{Kind: attach.TpBTF, Target: tp}
 	}

@@ -53,6 +53,10 @@ type Format struct {
 	ID       int    // common_type value of this event's records
 	Fields   []Field
 	PrintFmt string // text after "print fmt: "
+	// Probes are the definitions of a probe event (catalog.WithProbes),
+	// whose program builds the record from their fetch arguments; nil
+	// for an event of the kernel's.
+	Probes []*ProbeDef
 }
 
 // Field returns the field with the given name, or nil.

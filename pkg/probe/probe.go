@@ -134,6 +134,12 @@ func (o *Objects) Attach(prog string, p attach.Point) error {
 	case attach.RawTracepoint:
 		l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.Target, Program: pr})
 	case attach.Kprobe, attach.Kretprobe:
+		if !haveKprobes() {
+			return fmt.Errorf("attach %s: %w", p, ErrNoKprobes)
+		}
+		if p.Target == "" {
+			return fmt.Errorf("attach %s: gtrace attaches a kprobe at a symbol, not an address: write SYMBOL+OFFSET", p)
+		}
 		opts := &link.KprobeOptions{Cookie: p.Cookie, Offset: p.Offset}
 		if p.Kind == attach.Kprobe {
 			l, err = link.Kprobe(p.Target, pr, opts)
@@ -172,6 +178,27 @@ func (o *Objects) AttachTracepoint(prog, system, event string) error {
 	}
 	return o.Attach(prog, attach.TracepointAt(system, event))
 }
+
+// ErrNoKprobes is wrapped by the error of attaching a kprobe or
+// kretprobe on a kernel without them.
+var ErrNoKprobes = errors.New("this kernel has no kprobes (it is built without CONFIG_KPROBES and CONFIG_KPROBE_EVENTS): " +
+	"probe a tracepoint instead (gtrace list), or a user-space function with a uprobe ('p:EV PATH:SYMBOL')")
+
+// haveKprobes reports whether the kernel has kprobe events: its kprobe
+// PMU, which CONFIG_KPROBE_EVENTS registers (and cilium/ebpf attaches
+// through), or tracefs's kprobe_events.
+var haveKprobes = sync.OnceValue(func() bool {
+	for _, p := range []string{"/sys/bus/event_source/devices/kprobe/type", "/sys/kernel/tracing/kprobe_events", "/sys/kernel/debug/tracing/kprobe_events"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+})
+
+// HaveKprobes reports whether kprobes attach on this kernel
+// (CONFIG_KPROBES, CONFIG_KPROBE_EVENTS).
+func HaveKprobes() bool { return haveKprobes() }
 
 // haveKernelBTF reports whether the kernel describes its types in BTF
 // (CONFIG_DEBUG_INFO_BTF), which programs on BTF-enabled raw tracepoints

@@ -86,6 +86,10 @@ type Options struct {
 	// records one, written where the action of a hist trigger emits it
 	// (an inter-event session, hist.NewRecordingSession).
 	Synths []hist.SynthEvent
+	// Probes are the formats of the probe events the patterns may name
+	// besides tracefs's (catalog.WithProbes: their Probes set), each
+	// recorded by a program on its probe that builds its records.
+	Probes []*parse.Format
 }
 
 // Event is one event that a plan records.
@@ -216,7 +220,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			}
 			continue
 		}
-		evs, err := fs.Match(es.Pattern)
+		evs, err := matchEvents(fs, es.Pattern, o.Probes)
 		if err != nil {
 			return nil, err
 		}
@@ -236,11 +240,13 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 				}
 				continue
 			}
-			ev, err := loadEvent(fs, e)
+			ev, err := planEvent(fs, e, o.Probes)
 			if err != nil {
 				return nil, err
 			}
-			ev.Optional = len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")
+			// A probe is gtrace's own: one that does not attach fails
+			// the recording.
+			ev.Optional = (len(evs) > 1 || strings.ContainsAny(es.Pattern, "*?[")) && ev.Format.Probes == nil
 			if expr != nil {
 				var pe *parse.Error
 				switch ev.Filter, err = parse.BindFilter("-f", es.Filter, expr, ev.Format); {
@@ -335,6 +341,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			return nil, err
 		}
 		spec.Control = spec.Control || len(re.Triggers) > 0
+		if re.Source, err = bpfgen.ProbeSource(ev.Format, ksym.KernelFuncRange); err != nil {
+			return nil, err
+		}
 		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
 			re.Syscall = &nr
 		}
@@ -446,6 +455,45 @@ func (p *Plan) direct() bool {
 // and a time extend (8) come off, rounded down to 8 bytes.
 func maxRecord(page int) int { return (page - 32) &^ 7 }
 
+// matchEvents returns the events of tracefs and the probe events that
+// pattern names (tracefs.Match's patterns).
+func matchEvents(fs *tracefs.FS, pattern string, probes []*parse.Format) ([]tracefs.Event, error) {
+	var own []tracefs.Event
+	sysPat, evPat, qualified := strings.Cut(pattern, ":")
+	for _, f := range probes {
+		ok := globMatch(sysPat, f.System) && globMatch(evPat, f.Name)
+		if !qualified {
+			ok = globMatch(pattern, f.Name) || globMatch(pattern, f.System)
+		}
+		if ok {
+			own = append(own, tracefs.Event{System: f.System, Name: f.Name})
+		}
+	}
+	evs, err := fs.Match(pattern)
+	if err != nil && (len(own) == 0 || !errors.Is(err, tracefs.ErrNoEvent)) {
+		return nil, err
+	}
+	return append(evs, own...), nil
+}
+
+// globMatch matches a shell glob; a bad pattern matches nothing.
+func globMatch(pattern, s string) bool {
+	ok, err := path.Match(pattern, s)
+	return ok && err == nil
+}
+
+// planEvent is loadEvent for an event that may be a probe event, whose
+// format and text come from its definition.
+func planEvent(fs *tracefs.FS, e tracefs.Event, probes []*parse.Format) (*Event, error) {
+	for _, f := range probes {
+		if f.System == e.System && f.Name == e.Name {
+			fixed, dynamic := bpfgen.RecordLayout(f)
+			return &Event{Format: f, Text: f.Probes[0].FormatFile(f.ID), Fixed: fixed, Dynamic: len(dynamic) > 0}, nil
+		}
+	}
+	return loadEvent(fs, e)
+}
+
 // loadEvent reads and parses an event's format, keeping its text.
 func loadEvent(fs *tracefs.FS, e tracefs.Event) (*Event, error) {
 	b, err := fs.ReadFile("events", e.System, e.Name, "format")
@@ -489,6 +537,8 @@ func (p *Plan) Describe(w io.Writer) error {
 		switch r := p.Program.Recorders[i]; {
 		case r.Group:
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
+		case ev.Format.Probes != nil:
+			fmt.Fprintf(&b, ", built at %s", r.Point)
 		case r.Point.Kind != attach.Tracepoint:
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.Point.Target)
 		case r.Shared():

@@ -27,7 +27,7 @@ type EventTriggers struct {
 // their events are first named; an event whose triggers all went is left
 // out.
 func TriggerSets(fs *tracefs.FS, specs []EventSpec) ([]EventTriggers, error) {
-	sets, _, err := triggerSets(fs, specs, nil)
+	sets, _, err := triggerSets(fs, specs, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +48,10 @@ type addedTrigger struct {
 }
 
 // triggerSets is TriggerSets with the events whose triggers all went
-// (their sets empty), and the synthetic events of synths that a -e
-// names; it also returns every trigger added, in the order of the
-// writes, with the event it went to.
-func triggerSets(fs *tracefs.FS, specs []EventSpec, synths []hist.SynthEvent) ([]EventTriggers, []addedTrigger, error) {
+// (their sets empty), and the synthetic events of synths and the probe
+// events of probes that a -e names; it also returns every trigger added,
+// in the order of the writes, with the event it went to.
+func triggerSets(fs *tracefs.FS, specs []EventSpec, synths []hist.SynthEvent, probes []*parse.Format) ([]EventTriggers, []addedTrigger, error) {
 	var out []EventTriggers
 	var added []addedTrigger
 	index := map[tracefs.Event]int{}
@@ -67,7 +67,7 @@ func triggerSets(fs *tracefs.FS, specs []EventSpec, synths []hist.SynthEvent) ([
 			for _, se := range ses {
 				evs = append(evs, tracefs.Event{System: parse.SynthSystem, Name: se.Def.Name})
 			}
-		} else if evs, err = fs.Match(es.Pattern); err != nil {
+		} else if evs, err = matchEvents(fs, es.Pattern, probes); err != nil {
 			return nil, nil, err
 		}
 		for _, src := range es.Triggers {
@@ -113,7 +113,7 @@ type planHist struct {
 // event's hists); the target of an enable_hist or disable_hist must be
 // an event with a hist.
 func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]int) error {
-	sets, _, err := triggerSets(fs, o.Events, o.Synths)
+	sets, _, err := triggerSets(fs, o.Events, o.Synths, o.Probes)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 				}
 			}
 			bt, err := t.Bind(ev.Format, func(system, event string) (*parse.Format, bool) {
-				return p.target(fs, index, tracefs.Event{System: system, Name: event})
+				return p.target(fs, index, tracefs.Event{System: system, Name: event}, o.Probes)
 			})
 			if err != nil {
 				return err
@@ -201,14 +201,14 @@ func (p *Plan) bindTriggers(fs *tracefs.FS, o *Options, index map[tracefs.Event]
 
 // target returns the format of a trigger's target event, adding it to
 // the plan, soft disabled, when no -e names it.
-func (p *Plan) target(fs *tracefs.FS, index map[tracefs.Event]int, e tracefs.Event) (*parse.Format, bool) {
+func (p *Plan) target(fs *tracefs.FS, index map[tracefs.Event]int, e tracefs.Event, probes []*parse.Format) (*parse.Format, bool) {
 	if i, ok := index[e]; ok {
 		return p.Events[i].Format, true
 	}
 	if e.System == "ftrace" {
 		return nil, false
 	}
-	ev, err := loadEvent(fs, e)
+	ev, err := planEvent(fs, e, probes)
 	if err != nil {
 		return nil, false
 	}
@@ -303,7 +303,7 @@ func (s *Session) Fired() ([]uint64, error) {
 // description the others list, with their own filter, as the kernel
 // lists a hist that counts into a named table.
 func TriggerListing(fs *tracefs.FS, specs []EventSpec) (string, error) {
-	sets, added, err := triggerSets(fs, specs, nil)
+	sets, added, err := triggerSets(fs, specs, nil, nil)
 	if err != nil {
 		return "", err
 	}

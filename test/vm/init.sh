@@ -292,6 +292,15 @@ session_case() {
 # printed by gtrace report (REPORT), which must equal KERNEL.
 record_case() {
 	filter=$(trim "${trig#record}")
+	# "record FILTER ... -K DEF": a probe event, the kernel's from DEF
+	# written to kprobe_events, gtrace's from --probe DEF.
+	pdef=
+	case $filter in *" -K "*)
+		pdef=${filter#* -K }
+		filter=${filter%% -K *}
+		;;
+	esac
+	[ -z "$pdef" ] || echo "$pdef" >>$T/kprobe_events
 	# "record FILTER -R TRIGGER": the trigger too, on both sides.
 	rtrig=
 	case $filter in *" -R "*)
@@ -316,6 +325,11 @@ record_case() {
 	emit KERNEL $krc /tmp/k.out
 	emit KERNEL-STDERR 0 /tmp/k.err
 	snap=
+	if [ -n "$pdef" ]; then
+		# gtrace defines the event itself: the kernel's goes first.
+		: >$T/kprobe_events
+		set -- "$@" --probe "$pdef"
+	fi
 	record_gtrace -e "$event" -f "$filter" "$@"
 }
 

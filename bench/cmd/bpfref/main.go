@@ -11,7 +11,10 @@
 //     gets the tracepoint's C arguments, sys_enter(struct pt_regs *regs,
 //     long id), as an array of u64: the syscall number is ctx[1]. This is
 //     where gtrace attaches its own program for this event when the kernel
-//     has BTF.
+//     has BTF;
+//   - uprobe: a uprobe at -uprobe PATH:OFFSET (a file offset, as
+//     uprobe_events takes it), with -mode empty only: the cost of running
+//     any program on a uprobe, bench/uprobe-overhead.sh's floor.
 //
 // With -mode empty the program returns 0 and does nothing else: the cost
 // of running any program at that attach point. With -mode ref it is a
@@ -76,13 +79,20 @@ const (
 
 func main() {
 	mode := flag.String("mode", "ref", "program to attach: empty or ref")
-	attach := flag.String("attach", "tp", "attach point: tp (classic tracepoint) or btf (tp_btf raw tracepoint)")
+	attach := flag.String("attach", "tp", "attach point: tp (classic tracepoint), btf (tp_btf raw tracepoint) or uprobe (-uprobe)")
 	size := flag.Int("size", 2048, "entries of the ref program's hash map")
 	tps := flag.String("tp", "", "with -mode empty -attach tp: the classic tracepoints SYS:EVENT,... to attach the empty program to instead")
+	uprobe := flag.String("uprobe", "", "with -attach uprobe: PATH:OFFSET, the file offset of the probed instruction")
 	flag.Parse()
-	if (*mode != "empty" && *mode != "ref") || (*attach != "tp" && *attach != "btf") || *size <= 0 || flag.NArg() > 0 ||
-		*tps != "" && (*mode != "empty" || *attach != "tp") {
-		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-attach tp|btf] [-size ENTRIES] [-tp SYS:EVENT,... (empty on tp)]")
+	bad := (*mode != "empty" && *mode != "ref") || (*attach != "tp" && *attach != "btf" && *attach != "uprobe") || *size <= 0 || flag.NArg() > 0
+	if *attach == "uprobe" {
+		bad = bad || *mode != "empty" || !strings.Contains(*uprobe, ":")
+	} else {
+		bad = bad || *uprobe != ""
+	}
+	bad = bad || *tps != "" && (*mode != "empty" || *attach != "tp")
+	if bad {
+		fmt.Fprintln(os.Stderr, "usage: bpfref [-mode empty|ref] [-attach tp|btf] [-size ENTRIES] [-tp SYS:EVENT,... (empty on tp)] | bpfref -mode empty -attach uprobe -uprobe PATH:OFFSET")
 		os.Exit(2)
 	}
 	if *tps != "" {
@@ -92,7 +102,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*mode, *attach, uint32(*size)); err != nil {
+	if err := run(*mode, *attach, uint32(*size), *uprobe); err != nil {
 		fmt.Fprintf(os.Stderr, "bpfref: %v\n", err)
 		os.Exit(1)
 	}
@@ -101,7 +111,7 @@ func main() {
 // run loads and attaches the program of the given mode at the given attach
 // point, with a map of size entries for ref, reports "ready" and waits for
 // SIGINT or SIGTERM. Closing the link on return detaches it.
-func run(mode, attach string, size uint32) error {
+func run(mode, attach string, size uint32, uprobe string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -139,8 +149,11 @@ func run(mode, attach string, size uint32) error {
 		License:      "GPL",
 		Instructions: insns,
 	}
-	if attach == "btf" {
+	switch attach {
+	case "btf":
 		spec.Type, spec.AttachType, spec.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, rawTracepoint
+	case "uprobe":
+		spec.Type = ebpf.Kprobe
 	}
 	prog, err := ebpf.NewProgram(spec)
 	if err != nil {
@@ -152,9 +165,12 @@ func run(mode, attach string, size uint32) error {
 	}
 	defer prog.Close()
 	var l link.Link
-	if attach == "btf" {
+	switch attach {
+	case "btf":
 		l, err = link.AttachTracing(link.TracingOptions{Program: prog})
-	} else {
+	case "uprobe":
+		l, err = attachUprobe(prog, uprobe)
+	default:
 		l, err = link.Tracepoint(group, event, prog, nil)
 	}
 	if err != nil {
@@ -314,4 +330,18 @@ func fieldOffset(path, name string) (int, error) {
 		return 0, fmt.Errorf("read format: %w", err)
 	}
 	return 0, fmt.Errorf("%s: no field %q", path, name)
+}
+
+// attachUprobe attaches prog at PATH:OFFSET, OFFSET a file offset.
+func attachUprobe(prog *ebpf.Program, at string) (link.Link, error) {
+	i := strings.LastIndexByte(at, ':')
+	off, err := strconv.ParseUint(at[i+1:], 0, 64)
+	if err != nil {
+		return nil, fmt.Errorf("uprobe %s: bad offset: %w", at, err)
+	}
+	ex, err := link.OpenExecutable(at[:i])
+	if err != nil {
+		return nil, err
+	}
+	return ex.Uprobe("", prog, &link.UprobeOptions{Address: off})
 }

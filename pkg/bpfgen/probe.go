@@ -1,0 +1,507 @@
+package bpfgen
+
+// The probe source: the program of a kprobe, kretprobe, uprobe or
+// uretprobe event (docs/probes.md) builds the event's record from the
+// probe's fetch arguments, field for field as the derived format
+// (parse.ProbeDef.Format) lays it out, in this CPU's entry of the
+// probe_rec map, and leaves it in R6 for the actions:
+//
+//	0    common fields: common_type = the event's ID, common_pid
+//	8    __probe_ip (entry), or __probe_func and __probe_ret_ip (return)
+//	...  each argument in its size, packed without alignment; a string's
+//	     __data_loc word (length << 16 | offset)
+//	...  the strings' data, one after the other, each with its NUL
+//
+// What the kernel's fetch code stores (kernel/trace/trace_probe_tmpl.h,
+// trace_uprobe.c, trace_kprobe.c): registers are read from pt_regs,
+// $stackN from the stack (user memory for a uprobe), memory with the
+// user or kernel read helper; a dereference adds its offset to the value
+// of its inner argument and reads a word there; the last dereference
+// reads the type's size, or a string at that address. A string is
+// recorded with its NUL and its length in the __data_loc word; one that
+// cannot be read has length 0, which the kernel prints as (fault). A
+// number that cannot be read is 0. Bitfields are shifted out of their
+// container as the kernel's FETCH_OP_MOD_BF does.
+//
+// Registers: R8 holds pt_regs, R7 the record, R6 the offset of the next
+// string's data; R9 keeps pid_tgid. The source's stack slot holds the
+// map key, then each read's word.
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/pkg/attach"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+// ProbeRecordMapName names the per-CPU map that a probe's record is
+// built in.
+const ProbeRecordMapName = "probe_rec"
+
+// Sizes of a probe's record: the map entry it is built in, and the most
+// bytes of one string (the kernel's MAX_STRING_SIZE).
+const (
+	ProbeRecordMax = 8192
+	ProbeStringMax = 4096
+)
+
+// probeRecordMap is the spec of the map probe records are built in.
+func probeRecordMap() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: ProbeRecordMapName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: ProbeRecordMax, MaxEntries: 1}
+}
+
+// pt_regs offsets of the registers a probe names, per architecture:
+// x86-64's struct pt_regs, arm64's user_pt_regs (the head of its
+// pt_regs).
+var probeRegOffsets = map[string]map[string]int16{
+	"amd64": {
+		"r15": 0, "r14": 8, "r13": 16, "r12": 24, "bp": 32, "bx": 40, "r11": 48, "r10": 56,
+		"r9": 64, "r8": 72, "ax": 80, "cx": 88, "dx": 96, "si": 104, "di": 112, "orig_ax": 120,
+		"ip": 128, "cs": 136, "flags": 144, "sp": 152, "ss": 160,
+	},
+	"arm64": arm64RegOffsets(),
+}
+
+func arm64RegOffsets() map[string]int16 {
+	m := map[string]int16{"lr": 30 * 8, "sp": 31 * 8, "pc": 32 * 8, "pstate": 33 * 8}
+	for i := 0; i <= 30; i++ {
+		m[fmt.Sprintf("x%d", i)] = int16(8 * i)
+	}
+	return m
+}
+
+// probeRetReg and probeIPReg are the registers of a function's return
+// value and the instruction pointer.
+var (
+	probeRetReg = map[string]string{"amd64": "ax", "arm64": "x0"}
+	probeIPReg  = map[string]string{"amd64": "ip", "arm64": "pc"}
+)
+
+// Probe is the source of a probe event's program.
+type Probe struct {
+	Def  *parse.ProbeDef
+	arch string
+	// symbols are the kernel addresses of the @SYM fetch arguments.
+	symbols map[string]uint64
+}
+
+// NewProbe returns the source of the probe d for the machine's
+// architecture. syms resolves a kernel symbol to its address (lo), for
+// a kprobe's @SYM arguments (nil when it has none). It refuses what gtrace does not
+// build: an array of strings, symstr, an array of bitfields, a uprobe at
+// a symbol not yet resolved.
+func NewProbe(d *parse.ProbeDef, syms parse.FuncResolver) (*Probe, error) {
+	return newProbe(d, runtime.GOARCH, syms)
+}
+
+func newProbe(d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, error) {
+	if d.Remove {
+		return nil, fmt.Errorf("probe %s: a removal has no program", d.FullName())
+	}
+	if probeRegOffsets[arch] == nil {
+		return nil, fmt.Errorf("probe %s: gtrace builds probes for amd64 and arm64, not %s", d.FullName(), arch)
+	}
+	if d.User && !d.Resolved {
+		return nil, fmt.Errorf("probe %s: %s:%s is not resolved to a file offset", d.FullName(), d.Path, d.PathSymbol)
+	}
+	p := &Probe{Def: d, arch: arch, symbols: map[string]uint64{}}
+	for _, a := range d.Args {
+		switch {
+		case a.Count > 0 && a.Type.String:
+			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of strings (%s)", d.FullName(), a.Name, a.Comm)
+		case a.Type.Name == "symstr":
+			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record symstr: use :symbol, which the report prints as the symbol", d.FullName(), a.Name)
+		case a.Count > 0 && a.BitWidth != 0:
+			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of bitfields", d.FullName(), a.Name)
+		}
+		for f := a.Fetch; f != nil; f = f.Inner {
+			if f.Op != parse.FetchSymbol {
+				continue
+			}
+			if syms == nil {
+				return nil, fmt.Errorf("probe %s: argument %s: @%s needs the kernel's symbols", d.FullName(), a.Name, f.Symbol)
+			}
+			v, _, err := syms(f.Symbol, 0)
+			if err != nil {
+				return nil, fmt.Errorf("probe %s: argument %s: %w", d.FullName(), a.Name, err)
+			}
+			p.symbols[f.Symbol] = v
+		}
+	}
+	if fixed := p.fixed(); fixed > ProbeRecordMax-ProbeStringMax {
+		return nil, fmt.Errorf("probe %s: its fields take %d bytes, at most %d", d.FullName(), fixed, ProbeRecordMax-ProbeStringMax)
+	}
+	return p, nil
+}
+
+// Point returns the probe's uprobe, uretprobe, kprobe or kretprobe.
+func (p *Probe) Point(*parse.Format) attach.Point {
+	d := p.Def
+	if d.User {
+		k := attach.Uprobe
+		if d.Return {
+			k = attach.Uretprobe
+		}
+		return attach.Point{Kind: k, Target: d.Path, Offset: d.FileOffset}
+	}
+	k := attach.Kprobe
+	if d.Return {
+		k = attach.Kretprobe
+	}
+	sym := d.Symbol
+	if i := strings.IndexByte(sym, ':'); i >= 0 {
+		sym = sym[i+1:]
+	}
+	if d.IsAddr {
+		return attach.Point{Kind: k, Offset: d.Addr}
+	}
+	return attach.Point{Kind: k, Target: sym, Offset: d.Offset}
+}
+
+// String describes the source for --dry-run.
+func (p *Probe) String() string { return p.Point(nil).String() }
+
+func (p *Probe) stack() int                   { return 8 }
+func (p *Probe) maps() []*ebpf.MapSpec        { return []*ebpf.MapSpec{probeRecordMap()} }
+func (p *Probe) program(ps *ebpf.ProgramSpec) { ps.Type = ebpf.Kprobe }
+func (p *Probe) reg(name string) int16        { return probeRegOffsets[p.arch][name] }
+func (p *Probe) loadReg(b *Builder, name string) {
+	b.Emit(asm.LoadMem(asm.R0, asm.R8, p.reg(name), asm.DWord))
+}
+
+// fixed returns the end of the record's fixed part.
+func (p *Probe) fixed() int {
+	n := parse.CommonSize + 8
+	if p.Def.Return {
+		n += 8
+	}
+	for _, a := range p.Def.Args {
+		n += a.Type.Size * max(a.Count, 1)
+	}
+	return n
+}
+
+// emit builds the record (see the top of this file).
+func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
+	d := p.Def
+	b.Comment("build the record of %s from %s", d.FullName(), p.Point(nil))
+	b.Emit(asm.Mov.Reg(asm.R8, asm.R6))
+	b.Emit(asm.StoreImm(asm.R10, rec, 0, asm.Word))
+	emitLookup(b, ProbeRecordMapName, rec)
+	b.Emit(asm.JEq.Imm(asm.R0, 0, out), asm.Mov.Reg(asm.R7, asm.R0))
+	emitCommon(b, asm.R7, 0, id)
+	off := int16(parse.CommonSize)
+	if d.Return {
+		b.Comment("__probe_func, __probe_ret_ip")
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+		if !d.User && p.arch == "amd64" {
+			p.emitEndbr(b, rec)
+		}
+		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+		p.loadReg(b, probeIPReg[p.arch])
+		b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
+		off += 16
+	} else {
+		b.Comment("__probe_ip")
+		p.loadReg(b, probeIPReg[p.arch])
+		if !d.User && p.arch == "amd64" {
+			// A kprobe's handlers run with ip past its int3 (the
+			// ftrace and optimized kprobes set it so too).
+			b.Emit(asm.Sub.Imm(asm.R0, 1))
+		}
+		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+		off += 8
+	}
+	b.Emit(asm.Mov.Imm(asm.R6, int32(p.fixed())))
+	for _, a := range d.Args {
+		b.Comment("%s=%s", a.Name, a.Comm)
+		p.emitArg(b, a, off, rec)
+		off += int16(a.Type.Size * max(a.Count, 1))
+	}
+	b.Comment("R6 = the record")
+	b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
+}
+
+// emitArg stores an argument at R7+off.
+func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	fault := b.Label("fault")
+	done := b.Label("stored")
+	t := a.Type
+	if t.String {
+		p.emitString(b, a, off, tmp)
+		return
+	}
+	f := a.Fetch
+	if a.Count > 0 {
+		n := t.Size * a.Count
+		p.emitAddr(b, f, tmp, fault)
+		b.Emit(
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Imm(asm.R1, int32(off)),
+			asm.Mov.Imm(asm.R2, int32(n)),
+			p.readHelper(f).Call(),
+		)
+		// A failed read leaves the array zero.
+		return
+	}
+	if isMemory(f.Op) {
+		p.emitAddr(b, f, tmp, fault)
+		p.emitRead(b, p.userRead(f), t.Size, tmp, fault)
+	} else {
+		p.emitValue(b, f, tmp, fault)
+	}
+	if w := a.BitWidth; w > 0 {
+		b.Emit(
+			asm.LSh.Imm(asm.R0, int32(64-w-a.BitOffset)),
+			asm.RSh.Imm(asm.R0, int32(64-w)),
+		)
+	}
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R0, sizes[t.Size]))
+	if b.referenced(fault) {
+		b.Emit(asm.Ja.Label(done))
+		b.Mark(fault)
+		b.Comment("a failed read records 0")
+		b.Emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R7, off, asm.R0, sizes[t.Size]))
+		b.Mark(done)
+	}
+}
+
+// emitString stores a string argument: its data at R7+R6, its
+// __data_loc word at R7+off; R6 moves past the data.
+func (p *Probe) emitString(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	fault := b.Label("str_fault")
+	done := b.Label("str_done")
+	f := a.Fetch
+	b.Emit(asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault))
+	switch f.Op {
+	case parse.FetchComm:
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, CommLen),
+			asm.FnGetCurrentComm.Call(),
+			// The comm's length with its NUL: copied onto itself.
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Reg(asm.R1, asm.R6),
+			asm.Mov.Reg(asm.R3, asm.R1),
+			asm.Mov.Imm(asm.R2, CommLen),
+			asm.FnProbeReadKernelStr.Call(),
+		)
+	case parse.FetchString:
+		s := f.Str + "\x00"
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R7), asm.Add.Reg(asm.R1, asm.R6))
+		for i := 0; i < len(s); i++ {
+			b.Emit(asm.StoreImm(asm.R1, int16(i), int64(s[i]), asm.Byte))
+		}
+		b.Emit(asm.Mov.Imm(asm.R0, int32(len(s))))
+	default:
+		if f.Op == parse.FetchImm {
+			b.Emit(asm.LoadImm(asm.R0, int64(f.N), asm.DWord))
+		} else {
+			p.emitAddr(b, f, tmp, fault)
+		}
+		b.Emit(
+			asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, ProbeStringMax),
+			p.strHelper(a).Call(),
+		)
+	}
+	b.Emit(
+		asm.JSLE.Imm(asm.R0, 0, fault),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LSh.Imm(asm.R1, 16),
+		asm.Or.Reg(asm.R1, asm.R6),
+		asm.StoreMem(asm.R7, off, asm.R1, asm.Word),
+		asm.Add.Reg(asm.R6, asm.R0),
+		asm.Ja.Label(done),
+	)
+	b.Mark(fault)
+	b.Comment("(fault): no data")
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
+	b.Mark(done)
+}
+
+// strHelper is the string read of an argument: user memory for a
+// uprobe, a ustring and a +u dereference.
+func (p *Probe) strHelper(a parse.ProbeArg) asm.BuiltinFunc {
+	if p.Def.User || a.Type.Name == "ustring" || a.Fetch.Op == parse.FetchDeref && a.Fetch.User {
+		return asm.FnProbeReadUserStr
+	}
+	return asm.FnProbeReadKernelStr
+}
+
+// endbr64 is x86's ENDBR64 instruction (f3 0f 1e fa), as a
+// little-endian u32.
+const endbr64 = 0xfa1e0ff3
+
+// emitEndbr moves the function's address in R0 past an ENDBR64 there:
+// the kernel puts the kprobe of a function's entry after it (IBT), and
+// records that address, where bpf_get_func_ip gives the function's.
+// Clobbers R1-R6 and the word at R10+tmp.
+func (p *Probe) emitEndbr(b *Builder, tmp int16) {
+	plain := b.Label("no_endbr")
+	b.Emit(
+		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.StoreImm(asm.R10, tmp, 0, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(tmp)),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R1, asm.R10, tmp, asm.Word),
+		asm.LoadImm(asm.R2, endbr64, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, plain),
+		asm.Add.Imm(asm.R6, 4),
+	)
+	b.Mark(plain)
+	b.Emit(asm.Mov.Reg(asm.R0, asm.R6))
+}
+
+// isMemory reports whether a fetch ends reading memory: its value is
+// read at an address.
+func isMemory(op parse.FetchOp) bool {
+	switch op {
+	case parse.FetchMem, parse.FetchSymbol, parse.FetchFileOffset, parse.FetchDeref:
+		return true
+	}
+	return false
+}
+
+// userRead reports whether a memory fetch reads user memory.
+func (p *Probe) userRead(f *parse.Fetch) bool {
+	return p.Def.User || f.Op == parse.FetchDeref && f.User
+}
+
+// readHelper is the read of a memory fetch's bytes.
+func (p *Probe) readHelper(f *parse.Fetch) asm.BuiltinFunc {
+	if p.userRead(f) {
+		return asm.FnProbeReadUser
+	}
+	return asm.FnProbeReadKernel
+}
+
+// emitAddr leaves in R0 the address a memory fetch reads.
+func (p *Probe) emitAddr(b *Builder, f *parse.Fetch, tmp int16, fault string) {
+	switch f.Op {
+	case parse.FetchMem:
+		b.Emit(asm.LoadImm(asm.R0, int64(f.N), asm.DWord))
+	case parse.FetchSymbol:
+		b.Emit(asm.LoadImm(asm.R0, int64(p.symbols[f.Symbol]+uint64(f.Offset)), asm.DWord))
+	case parse.FetchFileOffset:
+		// The file offset's address in this process: the probe's
+		// address less its own file offset (translate_user_vaddr).
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call(),
+			asm.LoadImm(asm.R1, int64(f.Offset)-int64(p.Def.FileOffset), asm.DWord),
+			asm.Add.Reg(asm.R0, asm.R1),
+		)
+	case parse.FetchDeref:
+		p.emitValue(b, f.Inner, tmp, fault)
+		if f.Offset != 0 {
+			b.Emit(asm.LoadImm(asm.R1, f.Offset, asm.DWord), asm.Add.Reg(asm.R0, asm.R1))
+		}
+	}
+}
+
+// emitRead reads size bytes at the address in R0 into R0, zero-extended;
+// a failed read jumps to fault.
+func (p *Probe) emitRead(b *Builder, user bool, size int, tmp int16, fault string) {
+	h := asm.FnProbeReadKernel
+	if user {
+		h = asm.FnProbeReadUser
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R3, asm.R0),
+		storeImm64(asm.R10, tmp, 0),
+		asm.Mov.Reg(asm.R1, asm.R10),
+		asm.Add.Imm(asm.R1, int32(tmp)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		h.Call(),
+		asm.JNE.Imm(asm.R0, 0, fault),
+		asm.LoadMem(asm.R0, asm.R10, tmp, sizes[size]),
+	)
+}
+
+// emitValue leaves the value of a fetch in R0: a register, a stack word,
+// a constant, or the word a memory fetch reads.
+func (p *Probe) emitValue(b *Builder, f *parse.Fetch, tmp int16, fault string) {
+	switch f.Op {
+	case parse.FetchReg:
+		p.loadReg(b, f.Reg)
+	case parse.FetchStackPointer:
+		p.loadReg(b, "sp")
+	case parse.FetchRetval:
+		p.loadReg(b, probeRetReg[p.arch])
+	case parse.FetchImm:
+		b.Emit(asm.LoadImm(asm.R0, int64(f.N), asm.DWord))
+	case parse.FetchStack:
+		p.emitStack(b, int64(f.N), tmp, fault)
+	case parse.FetchArg:
+		if reg, n := probeArgLoc(p.arch, int(f.N)); reg != "" {
+			p.loadReg(b, reg)
+		} else {
+			p.emitStack(b, int64(n), tmp, fault)
+		}
+	default:
+		p.emitAddr(b, f, tmp, fault)
+		p.emitRead(b, p.userRead(f), 8, tmp, fault)
+	}
+}
+
+// emitStack leaves the n-th word of the stack in R0.
+func (p *Probe) emitStack(b *Builder, n int64, tmp int16, fault string) {
+	p.loadReg(b, "sp")
+	if n != 0 {
+		b.Emit(asm.LoadImm(asm.R1, 8*n, asm.DWord), asm.Add.Reg(asm.R0, asm.R1))
+	}
+	p.emitRead(b, p.Def.User, 8, tmp, fault)
+}
+
+// probeArgRegs are the registers of a function's first arguments at its
+// entry; the next ones are on the stack from the word probeArgStack.
+var (
+	probeArgRegs = map[string][]string{
+		"amd64": {"di", "si", "dx", "cx", "r8", "r9"},
+		"arm64": {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"},
+	}
+	probeArgStack = map[string]int{"amd64": 1, "arm64": 0}
+)
+
+// probeArgLoc returns where $argN (from 1) is at a function's entry, as
+// parse.ProbeDef.ArgRegister names it: a register, or else the stack
+// word n ($stackN; a kprobe's $argN goes to 2048).
+func probeArgLoc(arch string, n int) (reg string, stack int) {
+	regs := probeArgRegs[arch]
+	if n <= len(regs) {
+		return regs[n-1], 0
+	}
+	return "", probeArgStack[arch] + n - 1 - len(regs)
+}
+
+// ProbeSource returns the source of a probe event's program, from its
+// definition (f.Probes), or nil for an event of the kernel's. An event
+// of several probes (the kernel's multi-probe events) is refused: its
+// program is the probe's. syms is as NewProbe's.
+func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
+	switch len(f.Probes) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("event %s has %d probes: gtrace runs an event of one probe (define each with a name of its own)", f.FullName(), len(f.Probes))
+	}
+	p, err := NewProbe(f.Probes[0], syms)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,196 @@
+package bpfgen
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/attach"
+	"github.com/gtrace/gtrace/pkg/parse"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata/probe/*.golden files")
+
+// probeCases are kprobe and uprobe definitions whose generated programs
+// are golden: every fetch argument and type the probe source builds.
+var probeCases = []struct {
+	name, arch, def string
+}{
+	{"kprobe_regs", "amd64", "p:kp vfs_read fd=%di:s32 count=%dx:u64 ip=%ip flags=%flags:x32 ax=%ax:s8"},
+	{"kprobe_nested", "amd64", "p:kp vfs_read pos=+0(+8(+16(%si))):s64 neg=-8(+0(%di)):x16 user=+u0(+u8(%si)):u32"},
+	{"kprobe_bitfield", "amd64", "p:kp vfs_read b=+0(%si):b3@2/8 w=+4(%si):b12@4/32 r=%di:b1@63/64"},
+	{"kprobe_array", "amd64", "p:kp vfs_read a=+0(%si):u8[16] w=+8(%di):x32[4] s=+0(%dx):s16[2]"},
+	{"kprobe_strings", "amd64", `p:kp do_sys_openat2 name=+0(%si):string u=+0(%si):ustring uu=+u0(%si):string comm=$comm lit=\"gtrace" n=+0(\4096):string`},
+	{"kprobe_symbols", "amd64", "p:kp vfs_read f=%ip:symbol j=@jiffies:u64 o=@jiffies+8:x32 a=@0xffffffff81000000:u8 s=$stack2 sp=$stack a9=$arg9 a2=$arg2"},
+	{"kretprobe", "amd64", "r16:kr vfs_read ret=$retval:s64 a1=$arg1"},
+	{"uprobe_args", "amd64", "p:up /bin/true:0x1000 a1=$arg1:s32 a7=$arg7 s=+0($arg2):string f=@+16:x32 st=$stack0 i=\\42"},
+	{"uretprobe", "amd64", "r:ur /bin/true:0x1000 ret=$retval:u32 name=+0($retval):string"},
+	{"uprobe_arm64", "arm64", "p:up /bin/true:0x1000 a1=$arg1:s32 a9=$arg9 x=%x3 lr=%lr s=+0(%sp):string"},
+	{"kretprobe_arm64", "arm64", "r:kr vfs_read ret=$retval:s64 pc=%pc pstate=%pstate"},
+}
+
+// TestProbeGolden generates each probe's program (a record action after
+// it) and compares its listing with testdata/probe/NAME.golden.
+func TestProbeGolden(t *testing.T) {
+	syms := func(name string, _ uint64) (uint64, uint64, error) {
+		if name != "jiffies" {
+			return 0, 0, fmt.Errorf("no kernel symbol %q", name)
+		}
+		return 0xffffffff82a05000, 0xffffffff82a05008, nil
+	}
+	for _, c := range probeCases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := parse.ParseProbe("def", c.def, parse.ProbeOptions{Arch: c.arch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := newProbe(d, c.arch, syms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := d.Format(65279)
+			f.Probes = []*parse.ProbeDef{d}
+			prog := &Prog{Name: "probe", Source: p, Gate: Gate{ExcludeTGID: 1}, ID: EventID{Const: f.ID},
+				Actions: []Action{&RecordAction{Format: f, MaxRecord: 4064, shared: recordMaps(&RecordSpec{CPUs: 2, RingSize: 1 << 16})}}}
+			ps, err := prog.Generate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("# %s\n# %s\n%v", c.def, p.Point(f), ps.Instructions)
+			path := filepath.Join("testdata", "probe", c.name+".golden")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from the golden file:\n%s", c.name, testutil.FirstDiff(got, string(want)))
+			}
+		})
+	}
+}
+
+// TestProbeRecordLayout checks that the program stores each argument at
+// the offset the derived format gives it, in its size.
+func TestProbeRecordLayout(t *testing.T) {
+	d, err := parse.ParseProbe("def", "p:up /bin/true:0x1000 a=%di:s32 b=%si:u8 c=+0(%dx):string d=%cx:x16 e=+0(%r8):u64[3] f=$comm", parse.ProbeOptions{Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProbe(d, "amd64", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := d.Format(65279)
+	b := &Builder{}
+	p.emit(b, -16, EventID{Const: f.ID}, "out")
+	b.Mark("out")
+	insns := b.Instructions()
+	stores := map[int16]asm.Size{}
+	for _, ins := range insns {
+		if ins.OpCode.Class().IsStore() && ins.Dst == asm.R7 {
+			stores[ins.Offset] = ins.OpCode.Size()
+		}
+	}
+	for _, fld := range f.Fields {
+		if fld.Common {
+			continue
+		}
+		size := fld.Size
+		if fld.Class == parse.ClassDataLoc {
+			size = 4
+		}
+		if fld.Name == "e" {
+			continue // an array is read into the record by the helper
+		}
+		got, ok := stores[int16(fld.Offset)]
+		if !ok || got != sizes[size] {
+			t.Errorf("field %s at %d, %d bytes: stored %v (%v)", fld.Name, fld.Offset, size, got, ok)
+		}
+	}
+	if fixed, _ := RecordLayout(f); fixed != p.fixed() {
+		t.Errorf("fixed part %d, the format's %d", p.fixed(), fixed)
+	}
+}
+
+// TestProbeRefused: what the source does not build is refused by name.
+func TestProbeRefused(t *testing.T) {
+	for def, want := range map[string]string{
+		"p:kp vfs_read s=+0(%si):string[2]": "gtrace does not record arrays of strings",
+		"p:kp vfs_read s=%si:symstr":        "gtrace does not record symstr",
+		"p:kp vfs_read s=+0(%si):b2@1/8[2]": "gtrace does not record arrays of bitfields",
+		"p:kp vfs_read s=@jiffies":          "@jiffies needs the kernel's symbols",
+		"p:up /bin/true:write a=%di":        "is not resolved to a file offset",
+		"p:kp vfs_read a=%di b=%si c=%dx":   "",
+		"p:kp vfs_read a=+0(%di):u64[64] b=+0(%di):u64[64] c=+0(%di):u64[64] d=+0(%di):u64[64] e=+0(%di):u64[64] f=+0(%di):u64[64] g=+0(%di):u64[64] h=+0(%di):u64[64]": "its fields take",
+	} {
+		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})
+		if err != nil {
+			t.Fatalf("%s: %v", def, err)
+		}
+		_, err = newProbe(d, "amd64", nil)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", def, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: error %v, want %q", def, err, want)
+		}
+	}
+}
+
+// TestProbePoint: the attach point of each kind of probe.
+func TestProbePoint(t *testing.T) {
+	for def, want := range map[string]attach.Point{
+		"p:up /bin/true:0x1234 a=%di":    {Kind: attach.Uprobe, Target: "/bin/true", Offset: 0x1234},
+		"r:ur /bin/true:0x1234":          {Kind: attach.Uretprobe, Target: "/bin/true", Offset: 0x1234},
+		"p:kp vfs_read+4":                {Kind: attach.Kprobe, Target: "vfs_read", Offset: 4},
+		"r:kr ext4:ext4_file_write_iter": {Kind: attach.Kretprobe, Target: "ext4_file_write_iter"},
+	} {
+		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newProbe(d, "amd64", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Point(nil); got != want {
+			t.Errorf("%s: point %+v, want %+v", def, got, want)
+		}
+	}
+}
+
+// TestProbeArgLoc: $argN reads what parse.ProbeDef.ArgRegister names.
+func TestProbeArgLoc(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		d, err := parse.ParseProbe("def", "p:up /bin/true:0x10", parse.ProbeOptions{Arch: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 1; n <= 16; n++ {
+			want, _ := d.ArgRegister(n)
+			reg, stack := probeArgLoc(arch, n)
+			got := "%" + reg
+			if reg == "" {
+				got = fmt.Sprintf("$stack%d", stack)
+			}
+			if got != want {
+				t.Errorf("%s $arg%d: %s, parse says %s", arch, n, got, want)
+			}
+		}
+	}
+}
