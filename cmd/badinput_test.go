@@ -165,7 +165,6 @@ func TestBadInput(t *testing.T) {
 		{hist("-f", "prev_comm == \"\x1b[2J\" &&"), 2, `--filter:1:\d+: .*\n  prev_comm == "\\x1b\[2J" &&\n`, true},
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id:vals=args"}, 2, `hist:1:19: field "args" \(array\) cannot be a value`, true},
 		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id:bogus=1"}, 2, `hist:1:20: a constant alone cannot be a variable`, true},
-		{[]string{"hist", "-e", "raw_syscalls:sys_enter", "hist:keys=id:ts0=common_timestamp"}, 2, "hist:1:14: not implemented by gtrace yet: hist variables\n  hist:keys=id:ts0=common_timestamp\n               \\^~~~~~~~~~~~~~~~~~~~\n", true},
 
 		// hist: conflicting and missing flags.
 		{[]string{"hist", "-k", "id"}, 2, `hist needs an event`, false},

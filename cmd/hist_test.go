@@ -57,7 +57,11 @@ func runDeps(d *Deps, args ...string) int {
 	root.SetArgs(args)
 	root.SetOut(d.Out)
 	root.SetErr(d.Err)
-	return handleError(d.Err, root.ExecuteContext(context.Background()))
+	// Bad input is refused at once; a command that runs on instead is
+	// stopped after runLimit and its exit status fails the test.
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	return handleError(d.Err, root.ExecuteContext(ctx))
 }
 
 func TestHistCmdFlags(t *testing.T) {

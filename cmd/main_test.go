@@ -268,11 +268,22 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// runLimit bounds a run of gtrace in a test: a live command that was
+// meant to end (its workload, --duration) or to be refused, and runs on,
+// is stopped as by Ctrl-C and fails its test rather than the package's
+// time limit.
+const runLimit = 3 * time.Minute
+
 // run runs gtrace with args and returns its output and exit status.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb syncBuffer
-	code = Main(context.Background(), args, &out, &errb)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	code = Main(ctx, args, &out, &errb)
+	if ctx.Err() != nil {
+		t.Errorf("gtrace %q ran for %v: stopped", args, runLimit)
+	}
 	return out.String(), errb.String(), code
 }
 
