@@ -47,7 +47,7 @@ func TestSQLCmd(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sql", stmt}, "gtrace sql runs with --dry-run only"},
+		{[]string{"sql", "--dry-run", "--duration", "1s", stmt}, "--dry-run prints the kernel's commands and runs nothing"},
 		{[]string{"sql", "--dry-run", "-m", "lat", stmt}, "-m and -c need an action"},
 		{[]string{"sql", "--dry-run", "-m", "lat", "-c", "lat", "-s", stmt}, "-m and -c cannot be used together"},
 		{[]string{"sql", "--dry-run", strings.Replace(stmt, "end.next_pid", "end.nextpid", 1)}, "Field 'nextpid' not part of event sched_switch"},

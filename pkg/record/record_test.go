@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -510,12 +511,29 @@ func TestPrivilegedRaisePriority(t *testing.T) {
 			t.Errorf("thread %d has nice %d, want at most -7", tid, n)
 		}
 	}
+	// Threads made while raised inherit -7: restore sets them back too.
+	var wg sync.WaitGroup
+	hold := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			<-hold
+		}()
+	}
+	time.Sleep(10 * time.Millisecond)
 	restore()
 	for tid, n := range nices() {
 		if old, ok := before[tid]; ok && n != old {
 			t.Errorf("thread %d has nice %d after restore, want %d", tid, n, old)
 		}
+		if _, ok := before[tid]; !ok && n == -7 {
+			t.Errorf("thread %d, made while raised, still has nice -7 after restore", tid)
+		}
 	}
+	close(hold)
+	wg.Wait()
 }
 
 func TestBatchSamples(t *testing.T) {
