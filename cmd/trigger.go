@@ -126,6 +126,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger with the user stack (8 frames)")
 	o.Synth.register(f)
 	o.Probes.register(f)
+	o.Funcs.register(f)
 	o.BufferKB, o.Clock, o.FileVersion, o.Compression = record.DefaultBufferKB, "mono", 7, "none"
 	return c
 }
@@ -148,8 +149,8 @@ func bindTriggerArgs(ev *eventFlags, args []string) error {
 
 // listTriggers prints the trigger files the command line sets up.
 func listTriggers(d *Deps, o *filterOptions) error {
-	if len(o.Probes.defs) > 0 {
-		return usagef("--list prints the trigger files of the kernel's events: not with --probe or --probes")
+	if len(o.Probes.defs) > 0 || len(o.Funcs.evs) > 0 {
+		return usagef("--list prints the trigger files of the kernel's events: not with --probe, --probes or --funcevent")
 	}
 	fs, err := d.TraceFS()
 	if err != nil {
