@@ -91,6 +91,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 
   # readline's return in bash: each line typed, from a uretprobe
   gtrace filter --probe 'r:rl /bin/bash:readline line=+0($retval):string' -e uprobes:rl
+  gtrace filter --funcevent '/bin/bash:readline(string prompt)' -e functions:readline
 
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .

@@ -124,6 +124,7 @@ end, one block per hist.`,
 
   # the sizes a program hands to libc's write, from a uprobe
   gtrace hist --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=$arg3:u64' -e uprobes:myw -k len -- ./app
+  gtrace hist --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, string buf, size_t len)' -e functions:write -k len -- ./app
 
   # the same as a kernel trigger string
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'

@@ -117,6 +117,10 @@ fork and free events keep the set in a map of 65536 entries. Without
   gtrace record --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32 len=%dx:u64 buf=+0(%si):string' \
       -e uprobes:myw --follow -- ./app
 
+  # the same calls as a function event: functions:write prints caller->write(fd=..., buf=..., len=...)
+  gtrace record --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, string buf, size_t len)' \
+      -e functions:write --follow -- ./app
+
   # all scheduler events for 5 seconds, zstd-compressed
   gtrace record -e 'sched:*' --duration 5s --compression zstd
 

@@ -60,6 +60,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 
   # a uprobe's events until libc's write of 10 bytes
   gtrace trigger --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=%dx:u64' -e uprobes:myw 'traceoff if len == 10' -- ./app
+  gtrace trigger --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, x64 buf, size_t len)' -e functions:write 'traceoff if len == 10' -- ./app
 
   # the openat calls from the first write of 100 bytes on
   gtrace trigger -e syscalls:sys_enter_write 'enable_event:syscalls:sys_enter_openat if count == 100' -- ./app
