@@ -32,8 +32,9 @@ type filterOptions struct {
 	// Fired prints a line on stderr when a trigger fires (gtrace
 	// trigger).
 	Fired   bool
-	Synth   synthDefs // --synth: synthetic events that the hist triggers' actions emit
-	Probes  probeDefs // --probe, --probes: probe events -e may name
+	Synth   synthDefs     // --synth: synthetic events that the hist triggers' actions emit
+	Probes  probeDefs     // --probe, --probes: probe events -e may name
+	Funcs   funcEventDefs // --funcevent: function events -e may name
 	Command []string
 }
 
@@ -90,6 +91,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 
   # readline's return in bash: each line typed, from a uretprobe
   gtrace filter --probe 'r:rl /bin/bash:readline line=+0($retval):string' -e uprobes:rl
+  gtrace filter --funcevent '/bin/bash:readline(string prompt)' -e functions:readline
 
   # scheduler events of the idle task, as NDJSON for jq
   gtrace filter -e 'sched:*' -f 'prev_pid == 0' --format ndjson | jq -c .
@@ -141,6 +143,7 @@ tracing failed, 2 for bad usage or a bad filter.`,
 	f := c.Flags()
 	eventFilterFlags(f, ev, "print")
 	o.Probes.register(f)
+	o.Funcs.register(f)
 	f.StringVarP(&o.Output, "output", "o", "", "also write the events into this trace.dat file")
 	enumFlag(f, &o.Format, "format", "", "text", filterFormats, "format", "",
 		"output format: text (trace-cmd report's lines) or ndjson (one JSON object a line)")
@@ -197,6 +200,11 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 	if err != nil {
 		return err
 	}
+	funcs, err := o.Funcs.formats(fs)
+	if err != nil {
+		return err
+	}
+	probes = append(probes, funcs...)
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
 		HistOut: d.Out, HistFormat: o.Format, Synths: synths, Probes: probes})
 	if err != nil {

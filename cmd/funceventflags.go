@@ -5,6 +5,7 @@ import (
 
 	"github.com/gtrace/gtrace/pkg/catalog"
 	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
 // funcEventDefs is --funcevent: function event prototypes, each parsed
@@ -27,11 +28,40 @@ func (s *funcEventDefs) catalog(c catalog.Catalog) (catalog.Catalog, error) {
 	if len(s.evs) == 0 {
 		return c, nil
 	}
-	syms, err := c.Kallsyms()
-	if err != nil {
-		syms = ""
+	syms := ""
+	if s.kernel() {
+		// Only a kernel function is looked up: kallsyms takes a third
+		// of a second to read.
+		if text, err := c.Kallsyms(); err == nil {
+			syms = text
+		}
 	}
 	return s.apply(c, syms)
+}
+
+// kernel reports whether a prototype is on a kernel function.
+func (s *funcEventDefs) kernel() bool {
+	for _, e := range s.evs {
+		if !e.User() {
+			return true
+		}
+	}
+	return false
+}
+
+// formats returns the formats of the function events, for a live
+// command: each checked against the running kernel's symbols or its
+// file, with the probe that runs it (a prototype whose fields no probe
+// reads is its error, with the caret).
+func (s *funcEventDefs) formats(fs *tracefs.FS) ([]*parse.Format, error) {
+	if len(s.evs) == 0 {
+		return nil, nil
+	}
+	c, err := s.catalog(catalog.Live(fs))
+	if err != nil {
+		return nil, err
+	}
+	return catalog.FuncEventFormats(c)
 }
 
 // apply checks the functions against the kernel symbols syms ("": not

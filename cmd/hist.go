@@ -17,10 +17,11 @@ import (
 )
 
 type histOptions struct {
-	Input    string      // a trace.dat file: aggregate its records instead of live events
-	Hists    []histEvent // each -e with its hists, in command-line order
-	Synth    synthDefs   // --synth: synthetic events the hists' actions emit
-	Probes   probeDefs   // --probe, --probes: probe events -e may name (live)
+	Input    string        // a trace.dat file: aggregate its records instead of live events
+	Hists    []histEvent   // each -e with its hists, in command-line order
+	Synth    synthDefs     // --synth: synthetic events the hists' actions emit
+	Probes   probeDefs     // --probe, --probes: probe events -e may name (live)
+	Funcs    funcEventDefs // --funcevent: function events -e may name
 	Name     string
 	PIDs     []int
 	Follow   bool
@@ -123,6 +124,7 @@ end, one block per hist.`,
 
   # the sizes a program hands to libc's write, from a uprobe
   gtrace hist --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=$arg3:u64' -e uprobes:myw -k len -- ./app
+  gtrace hist --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, string buf, size_t len)' -e functions:write -k len -- ./app
 
   # the same as a kernel trigger string
   gtrace hist -e syscalls:sys_enter_write 'hist:keys=common_pid.execname:vals=count:sort=count.descending'
@@ -231,6 +233,11 @@ end, one block per hist.`,
 				return parse.Errorf(o.Probes.what(), d.Src, 0, len(d.Src), "a probe runs on live events: not with -i").
 					WithHint("a recording's probe events are in its file: gtrace hist -i FILE -e uprobes:EV")
 			}
+			if o.Input != "" && len(o.Funcs.evs) > 0 {
+				e := o.Funcs.evs[0]
+				return parse.Errorf(o.Funcs.what(), e.Src, 0, len(e.Src), "a function event runs on live events: not with -i").
+					WithHint("a recording's function events are in its file: gtrace hist -i FILE -e functions:FUNC")
+			}
 			if o.Input != "" && o.StartOff {
 				return usagef("--start-off starts live tracing off: not with -i")
 			}
@@ -269,6 +276,7 @@ end, one block per hist.`,
 		"trigger on the events of the -e just before: traceon, traceoff, enable_event, disable_event, or 'hist:...', a hist of the event (repeatable; see docs/triggers.md)")
 	o.Synth.register(f)
 	o.Probes.register(f)
+	o.Funcs.register(f)
 	f.BoolVar(&o.StartOff, "start-off", false, "start with tracing off: nothing counts until a traceon trigger (-R) fires")
 	f.StringVar(&o.Name, "name", "", "name the hists: the hists of one name, of several events, share one table (the kernel's name=)")
 	pidsFlag(f, &o.PIDs, "pid", "P", "only count events of these processes (ids of running processes, or with -i of the file's, comma-separated)").notRunning = &notRunning
@@ -453,8 +461,16 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
+	funcs, err := o.Funcs.formats(fs)
+	if err != nil {
+		return err
+	}
+	probes = append(probes, funcs...)
 	cat, err := o.Probes.catalog(catalog.Live(fs))
 	if err != nil {
+		return err
+	}
+	if cat, err = o.Funcs.catalog(cat); err != nil {
 		return err
 	}
 	cat, err = o.Synth.catalog(cat)

@@ -31,7 +31,8 @@ type recordOptions struct {
 	UserStack   bool
 	Snapshot    bool
 	Quiet       bool
-	Probes      probeDefs // --probe, --probes: probe events -e may name
+	Probes      probeDefs     // --probe, --probes: probe events -e may name
+	Funcs       funcEventDefs // --funcevent: function events -e may name
 	Command     []string
 }
 
@@ -115,6 +116,10 @@ fork and free events keep the set in a map of 65536 entries. Without
   # uprobe_events would record them (trace-cmd report prints them)
   gtrace record --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32 len=%dx:u64 buf=+0(%si):string' \
       -e uprobes:myw --follow -- ./app
+
+  # the same calls as a function event: functions:write prints caller->write(fd=..., buf=..., len=...)
+  gtrace record --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, string buf, size_t len)' \
+      -e functions:write --follow -- ./app
 
   # all scheduler events for 5 seconds, zstd-compressed
   gtrace record -e 'sched:*' --duration 5s --compression zstd
@@ -210,6 +215,7 @@ fork and free events keep the set in a map of 65536 entries. Without
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "leave out the attach line and the status line (warnings and the statistics stay)")
 	o.Synth.register(f)
 	o.Probes.register(f)
+	o.Funcs.register(f)
 	return c
 }
 
@@ -226,6 +232,11 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
+	funcs, err := o.Funcs.formats(fs)
+	if err != nil {
+		return err
+	}
+	probes = append(probes, funcs...)
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
 		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths, Probes: probes})
 	if err != nil {

@@ -60,6 +60,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 
   # a uprobe's events until libc's write of 10 bytes
   gtrace trigger --probe 'p:myw /lib/x86_64-linux-gnu/libc.so.6:write len=%dx:u64' -e uprobes:myw 'traceoff if len == 10' -- ./app
+  gtrace trigger --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, x64 buf, size_t len)' -e functions:write 'traceoff if len == 10' -- ./app
 
   # the openat calls from the first write of 100 bytes on
   gtrace trigger -e syscalls:sys_enter_write 'enable_event:syscalls:sys_enter_openat if count == 100' -- ./app
@@ -126,6 +127,7 @@ Every option of gtrace filter applies (-P, --follow, -o, --format,
 	f.BoolVar(&o.UserStack, "user-stack", false, "follow each kernel stack of a stacktrace trigger with the user stack (8 frames)")
 	o.Synth.register(f)
 	o.Probes.register(f)
+	o.Funcs.register(f)
 	o.BufferKB, o.Clock, o.FileVersion, o.Compression = record.DefaultBufferKB, "mono", 7, "none"
 	return c
 }
@@ -148,8 +150,8 @@ func bindTriggerArgs(ev *eventFlags, args []string) error {
 
 // listTriggers prints the trigger files the command line sets up.
 func listTriggers(d *Deps, o *filterOptions) error {
-	if len(o.Probes.defs) > 0 {
-		return usagef("--list prints the trigger files of the kernel's events: not with --probe or --probes")
+	if len(o.Probes.defs) > 0 || len(o.Funcs.evs) > 0 {
+		return usagef("--list prints the trigger files of the kernel's events: not with --probe, --probes or --funcevent")
 	}
 	fs, err := d.TraceFS()
 	if err != nil {

@@ -88,6 +88,12 @@ type Probe struct {
 	arch string
 	// symbols are the kernel addresses of the @SYM fetch arguments.
 	symbols map[string]uint64
+	// fn is the function event whose record the probe builds (nil: the
+	// probe's own); offs are then where each argument goes, and end the
+	// end of the record's fixed part.
+	fn   *parse.FuncEvent
+	offs []int
+	end  int
 }
 
 // NewProbe returns the source of the probe d for the machine's
@@ -139,6 +145,44 @@ func newProbe(d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, 
 	return p, nil
 }
 
+// NewFuncEventProbe returns the source of the function event e's
+// program: its equivalent probe d (e.Probe) at the function's entry,
+// building e's record as e's format lays it out: __parent_ip (the
+// caller's address: the return address at the entry), __ip (the
+// function's, bpf_get_func_ip), then each argument at its field's
+// offset. The probe's arguments must be e's fields, name for name and
+// size for size. syms is as NewProbe's.
+func NewFuncEventProbe(e *parse.FuncEvent, d *parse.ProbeDef, syms parse.FuncResolver) (*Probe, error) {
+	return newFuncEventProbe(e, d, runtime.GOARCH, syms)
+}
+
+func newFuncEventProbe(e *parse.FuncEvent, d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, error) {
+	if d.Return {
+		return nil, fmt.Errorf("function event %s: its probe %s is a return probe", e.FullName(), d.FullName())
+	}
+	if len(d.Args) != len(e.Fields) {
+		return nil, fmt.Errorf("function event %s: %d fields, its probe %s reads %d", e.FullName(), len(e.Fields), d.FullName(), len(d.Args))
+	}
+	p, err := newProbe(d, arch, syms)
+	if err != nil {
+		return nil, err
+	}
+	p.fn, p.end = e, parse.CommonSize+16
+	for i, f := range e.Fields {
+		a := d.Args[i]
+		size := f.Type.Size * max(f.Array, 1)
+		if a.Name != f.Name || a.Type.Size*max(a.Count, 1) != size {
+			return nil, fmt.Errorf("function event %s: field %s (%d bytes) is not its probe's argument %s (%d bytes)", e.FullName(), f.Name, size, a.Name, a.Type.Size*max(a.Count, 1))
+		}
+		p.offs = append(p.offs, f.RecOff)
+		p.end = max(p.end, f.RecOff+size)
+	}
+	if p.end > ProbeRecordMax-ProbeStringMax {
+		return nil, fmt.Errorf("function event %s: its fields take %d bytes, at most %d", e.FullName(), p.end, ProbeRecordMax-ProbeStringMax)
+	}
+	return p, nil
+}
+
 // Point returns the probe's uprobe, uretprobe, kprobe or kretprobe.
 func (p *Probe) Point(*parse.Format) attach.Point {
 	d := p.Def
@@ -176,6 +220,9 @@ func (p *Probe) loadReg(b *Builder, name string) {
 
 // fixed returns the end of the record's fixed part.
 func (p *Probe) fixed() int {
+	if p.fn != nil {
+		return p.end
+	}
 	n := parse.CommonSize + 8
 	if p.Def.Return {
 		n += 8
@@ -196,6 +243,17 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 	b.Emit(asm.JEq.Imm(asm.R0, 0, out), asm.Mov.Reg(asm.R7, asm.R0))
 	emitCommon(b, asm.R7, 0, id)
 	off := int16(parse.CommonSize)
+	if p.fn != nil {
+		p.emitFuncHeader(b, rec)
+		b.Emit(asm.Mov.Imm(asm.R6, int32(p.fixed())))
+		for i, a := range d.Args {
+			b.Comment("%s=%s at %d", a.Name, a.Comm, p.offs[i])
+			p.emitArg(b, a, int16(p.offs[i]), rec)
+		}
+		b.Comment("R6 = the record")
+		b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
+		return
+	}
 	if d.Return {
 		b.Comment("__probe_func, __probe_ret_ip")
 		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
@@ -225,6 +283,31 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 	}
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
+}
+
+// emitFuncHeader stores a function event's __parent_ip, the return
+// address at the function's entry (x86-64: the word at the stack
+// pointer, 0 when it cannot be read; arm64: the link register), and
+// __ip, the function's address.
+func (p *Probe) emitFuncHeader(b *Builder, tmp int16) {
+	off := int16(parse.CommonSize)
+	b.Comment("__parent_ip: the return address")
+	if p.arch == "arm64" {
+		p.loadReg(b, "lr")
+	} else {
+		fault := b.Label("parent_fault")
+		done := b.Label("parent_done")
+		p.loadReg(b, "sp")
+		p.emitRead(b, p.Def.User, 8, tmp, fault)
+		b.Emit(asm.Ja.Label(done))
+		b.Mark(fault)
+		b.Emit(asm.Mov.Imm(asm.R0, 0))
+		b.Mark(done)
+	}
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+	b.Comment("__ip: the function's address")
+	b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+	b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
 }
 
 // emitArg stores an argument at R7+off.
@@ -499,7 +582,13 @@ func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
 	default:
 		return nil, fmt.Errorf("event %s has %d probes: gtrace runs an event of one probe (define each with a name of its own)", f.FullName(), len(f.Probes))
 	}
-	p, err := NewProbe(f.Probes[0], syms)
+	var p *Probe
+	var err error
+	if f.Func != nil {
+		p, err = NewFuncEventProbe(f.Func, f.Probes[0], syms)
+	} else {
+		p, err = NewProbe(f.Probes[0], syms)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -56,11 +56,14 @@ type funcEvents struct {
 	Catalog
 	events []*parse.FuncEvent
 	byName map[Event]int
+	src    string // names the prototypes' input in errors
 }
 
 // WithFuncEvents returns base with the function events of evs defined,
 // in order, in system functions, each with its derived format, numbered
-// down from FuncEventIDTop. A function with an event already (of base or
+// down from FuncEventIDTop; the format's Func is the event and its Probes
+// the probe that runs it (FuncEvent.Probe), when one reads its fields
+// (FuncEventFormats reports the error of one that does not). A function with an event already (of base or
 // an earlier prototype) is an error with the caret on its name; srcName
 // names the prototypes' input.
 func WithFuncEvents(base Catalog, evs []*parse.FuncEvent, srcName string) (Catalog, error) {
@@ -75,7 +78,7 @@ func WithFuncEvents(base Catalog, evs []*parse.FuncEvent, srcName string) (Catal
 	for _, e := range have {
 		taken[e] = true
 	}
-	c := &funcEvents{Catalog: base, byName: map[Event]int{}}
+	c := &funcEvents{Catalog: base, byName: map[Event]int{}, src: srcName}
 	for _, e := range evs {
 		ev := Event{parse.FuncEventSystem, e.Func}
 		if _, dup := c.byName[ev]; dup || taken[ev] {
@@ -116,6 +119,28 @@ func FuncEvents(c Catalog) []Event {
 	return out
 }
 
+// FuncEventFormats returns the formats of the function events c has
+// (WithFuncEvents), in order, each with the probe that runs it; a
+// prototype whose fields no probe reads is its *parse.Error.
+func FuncEventFormats(c Catalog) ([]*parse.Format, error) {
+	fc, ok := c.(*funcEvents)
+	if !ok {
+		return nil, nil
+	}
+	var out []*parse.Format
+	for _, e := range fc.events {
+		if _, err := e.Probe(fc.src); err != nil {
+			return nil, err
+		}
+		f, _, err := c.Format(Event{parse.FuncEventSystem, e.Func})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 func (c *funcEvents) Events() ([]Event, error) {
 	evs, err := c.Catalog.Events()
 	if err != nil {
@@ -132,7 +157,13 @@ func (c *funcEvents) Format(e Event) (*parse.Format, string, error) {
 	if i, ok := c.byName[e]; ok {
 		id := FuncEventIDTop - i
 		fe := c.events[i]
-		return fe.Format(id), fe.FormatFile(id), nil
+		f := fe.Format(id)
+		f.Func = fe
+		if d, err := fe.Probe(c.src); err == nil {
+			// What runs it: the probe, building the event's record.
+			f.Probes = []*parse.ProbeDef{d}
+		}
+		return f, fe.FormatFile(id), nil
 	}
 	return c.Catalog.Format(e)
 }

@@ -142,6 +142,13 @@ func TestWithFuncEvents(t *testing.T) {
 	if err != nil || f.ID != FuncEventIDTop-1 || f.System != "functions" || f.Field("path") == nil || !strings.HasPrefix(text, "name: do_sys_open\nID: ") {
 		t.Fatalf("Format() = %+v, %v", f, err)
 	}
+	if f.Func == nil || f.Func.Func != "do_sys_open" || len(f.Probes) != 1 || f.Probes[0].String() != "p:functions/do_sys_open do_sys_open dfd=%di:s32 path=+0(%si):string" {
+		t.Errorf("Format() runs on %+v, probes %v", f.Func, f.Probes)
+	}
+	fs, err := FuncEventFormats(c)
+	if err != nil || len(fs) != 2 || fs[0].Name != "vfs_read" || fs[1].Name != "do_sys_open" || fs[1].DerivedFile() != text {
+		t.Errorf("FuncEventFormats() = %v, %v", fs, err)
+	}
 	if got := strings.Join(FuncEventListing(c), "\n"); got != "vfs_read(int fd)\ndo_sys_open(int dfd, string path)" {
 		t.Errorf("FuncEventListing() = %q", got)
 	}
@@ -149,5 +156,16 @@ func TestWithFuncEvents(t *testing.T) {
 	var pe *parse.Error
 	if !errors.As(err, &pe) || pe.Msg != "functions:vfs_read is an event already" || pe.Off != 0 || pe.End != 8 {
 		t.Errorf("WithFuncEvents(twice) = %+v", err)
+	}
+	// A field that no probe reads: listed, with its format, but not run.
+	c, err = WithFuncEvents(Empty(), []*parse.FuncEvent{funcEvent(t, "vfs_read(x64 file+8)")}, "funcevent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _, err := c.Format(Event{"functions", "vfs_read"}); err != nil || f.Probes != nil {
+		t.Errorf("Format(vfs_read(x64 file+8)) = %+v, %v", f, err)
+	}
+	if _, err := FuncEventFormats(c); !errors.As(err, &pe) || pe.Msg != "no probe reads a value plus an offset" || pe.Off != 17 {
+		t.Errorf("FuncEventFormats(vfs_read(x64 file+8)) = %+v", err)
 	}
 }

@@ -57,6 +57,22 @@ type Format struct {
 	// whose program builds the record from their fetch arguments; nil
 	// for an event of the kernel's.
 	Probes []*ProbeDef
+	// Func is the function event of a function event's format
+	// (catalog.WithFuncEvents), whose program is its equivalent probe's
+	// (Probes, FuncEvent.Probe) building Func's record; nil for others.
+	Func *FuncEvent
+}
+
+// DerivedFile returns the text of a probe or function event's format
+// file, as its definition derives it; "" for an event of the kernel's.
+func (f *Format) DerivedFile() string {
+	switch {
+	case f.Func != nil:
+		return f.Func.FormatFile(f.ID)
+	case len(f.Probes) > 0:
+		return f.Probes[0].FormatFile(f.ID)
+	}
+	return ""
 }
 
 // Field returns the field with the given name, or nil.

@@ -488,7 +488,7 @@ func planEvent(fs *tracefs.FS, e tracefs.Event, probes []*parse.Format) (*Event,
 	for _, f := range probes {
 		if f.System == e.System && f.Name == e.Name {
 			fixed, dynamic := bpfgen.RecordLayout(f)
-			return &Event{Format: f, Text: f.Probes[0].FormatFile(f.ID), Fixed: fixed, Dynamic: len(dynamic) > 0}, nil
+			return &Event{Format: f, Text: f.DerivedFile(), Fixed: fixed, Dynamic: len(dynamic) > 0}, nil
 		}
 	}
 	return loadEvent(fs, e)
