@@ -122,6 +122,11 @@ func (t *FS) Events() ([]Event, error) {
 			continue
 		}
 		ents, err := os.ReadDir(t.Path("events", s.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			// A dynamic event's system (kprobes, uprobes, synthetic)
+			// removed since the listing above: it has no events now.
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list events of %s: %w", s.Name(), err)
 		}
