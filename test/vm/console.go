@@ -19,7 +19,7 @@ type Output struct {
 // Case is one case's results from the guest.
 type Case struct {
 	Name    string
-	Kind    string // "hist", "multi", "record", "plan", "list", "effect", "synth", "kprobe", "sql" or "session"
+	Kind    string // "hist", "multi", "record", "plan", "list", "effect", "synth", "kprobe", "sql", "session" or "live"
 	Kernel  Output
 	Gtrace  Output
 	Report  Output  // record cases: gtrace report of the kernel side's trace.dat

@@ -199,6 +199,17 @@ record_gtrace() {
 	rm -f /tmp/k.dat /tmp/g.dat /tmp/g.snapshot-*.dat
 }
 
+# live_case: TRIGGER "session-live DEF ,, DEF ## T1 ;; T2 ...": a session
+# case run live: the kernel's hists of the workload alone (no trace-cmd),
+# against gtrace hist --synth DEF... -e EVENT -R Ti... -- vmload on the
+# same workload. Its values must come from the workload's own events and
+# fields: the two runs are not the same events, and their clocks differ.
+live_case() {
+	live=1
+	session_case
+	live=
+}
+
 # session_case: TRIGGER "session DEF ,, DEF ## T1 ;; T2 ...": inter-event
 # hists. The kernel: the definitions appended to synthetic_events, the
 # i-th Ti to the trigger file of the i-th word of EVENT (synthetic:NAME
@@ -213,6 +224,7 @@ record_gtrace() {
 # must print the same hists: the same events, the same time stamps.
 session_case() {
 	rest=${trig#session}
+	rest=${rest#-live}
 	echo "${rest%%##*}" | sed 's/ ,, /\n/g' >/tmp/s.defs
 	rest="${rest#*##} ;;"
 	: >/tmp/k.out
@@ -256,7 +268,11 @@ session_case() {
 	if [ $krc = 0 ]; then
 		# shellcheck disable=SC2086 # ops are words
 		for try in 1 2 3; do
-			trace-cmd record -q -C mono "$@" -o /tmp/k.dat vmload -pid $PID $ops >>/tmp/k.err 2>&1
+			if [ -n "$live" ]; then
+				vmload -pid $PID $ops >>/tmp/k.err 2>&1
+			else
+				trace-cmd record -q -C mono "$@" -o /tmp/k.dat vmload -pid $PID $ops >>/tmp/k.err 2>&1
+			fi
 			krc=$?
 			[ $krc = 75 ] || break
 		done
@@ -272,7 +288,8 @@ session_case() {
 	emit KERNEL $krc /tmp/k.out
 	emit KERNEL-STDERR 0 /tmp/k.err
 
-	set -- -i /tmp/k.dat
+	set --
+	[ -n "$live" ] || set -- -i /tmp/k.dat
 	while read -r d; do
 		d=$(trim "$d")
 		[ -n "$d" ] && set -- "$@" --synth "$d"
@@ -280,8 +297,17 @@ session_case() {
 	while read -r e t; do
 		set -- "$@" -e "$e" -R "$t"
 	done </tmp/m.list
-	gtrace hist -q "$@" >/tmp/g.out 2>/tmp/g.err
-	grc=$?
+	if [ -n "$live" ]; then
+		# shellcheck disable=SC2086 # ops are words
+		for try in 1 2 3; do
+			gtrace hist -q "$@" -- vmload -pid $PID $ops >/tmp/g.out 2>/tmp/g.err
+			grc=$?
+			[ $grc = 75 ] || break
+		done
+	else
+		gtrace hist -q "$@" >/tmp/g.out 2>/tmp/g.err
+		grc=$?
+	fi
 	echo "=== GTRACE-TIME uptime=$(up)"
 	emit GTRACE $grc /tmp/g.out
 	emit GTRACE-STDERR 0 /tmp/g.err
@@ -621,7 +647,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; kprobe*) kind=kprobe ;; sql*) kind=sql ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; kprobe*) kind=kprobe ;; sql*) kind=sql ;; session-live*) kind=live ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)
