@@ -47,6 +47,18 @@ const (
 // suffix glob bug (§12.22).
 var names = []string{"gt-a1", "kv_worker", "daemon", "x[y]*z?", "abcdefghijklmno", "sh", "kworker/0:1", "a", "dae-mon", "tail_kv", "gt-z9"}
 
+// init, in the workload, locks the main goroutine to the startup thread,
+// whose tid is the process's pid: init functions run on that thread,
+// and a lock taken there keeps main on it. Taken later, in TestMain, the
+// main goroutine may already have moved to another thread, and the
+// workload's events then carry another tid than the pid the instances
+// and gtrace filter on.
+func init() {
+	if os.Getenv(childEnv) == "1" {
+		runtime.LockOSThread()
+	}
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(child())
@@ -54,9 +66,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child runs the workload on the main thread (whose tid is the pid).
+// child runs the workload on the main thread (whose tid is the pid),
+// locked to it by init.
 func child() int {
-	runtime.LockOSThread()
 	null, err := unix.Open("/dev/null", unix.O_WRONLY, 0)
 	if err != nil || unix.Dup3(null, childFD, 0) != nil {
 		return 3

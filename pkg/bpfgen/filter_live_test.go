@@ -34,6 +34,16 @@ const (
 	childWrites  = 300 // it writes 1, 2, ... childWrites bytes
 )
 
+// init, in a child workload, locks the main goroutine to the startup
+// thread, whose tid is the process's pid: init functions run on that
+// thread, and a lock taken there keeps main on it (taken later, main may
+// already have moved to another thread, whose events carry another tid).
+func init() {
+	if os.Getenv(childModeEnv) != "" {
+		runtime.LockOSThread()
+	}
+}
+
 func TestMain(m *testing.M) {
 	switch os.Getenv(childModeEnv) {
 	case "write":
