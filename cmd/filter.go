@@ -196,15 +196,10 @@ func runFilter(ctx context.Context, d *Deps, o *filterOptions) error {
 	if err != nil {
 		return err
 	}
-	probes, err := o.Probes.formats(fs)
+	probes, err := probeFormats(fs, &o.Probes, &o.Funcs)
 	if err != nil {
 		return err
 	}
-	funcs, err := o.Funcs.formats(fs)
-	if err != nil {
-		return err
-	}
-	probes = append(probes, funcs...)
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, Follow: o.Follow, Clock: o.Clock, Stream: true, StartOff: o.StartOff, UserStack: o.UserStack,
 		HistOut: d.Out, HistFormat: o.Format, Synths: synths, Probes: probes})
 	if err != nil {

@@ -95,3 +95,17 @@ func (s *funcEventDefs) Set(v string) error {
 // String is "" for help: the prototypes are not a default.
 func (s *funcEventDefs) String() string { return "" }
 func (s *funcEventDefs) Type() string   { return "PROTO" }
+
+// probeFormats returns the formats of the probe events and the function
+// events that a live command defines: both run on the probe source.
+func probeFormats(fs *tracefs.FS, probes *probeDefs, funcs *funcEventDefs) ([]*parse.Format, error) {
+	p, err := probes.formats(fs)
+	if err != nil {
+		return nil, err
+	}
+	f, err := funcs.formats(fs)
+	if err != nil {
+		return nil, err
+	}
+	return append(p, f...), nil
+}

@@ -457,15 +457,10 @@ func runHist(ctx context.Context, d *Deps, o *histOptions) error {
 	if err != nil {
 		return err
 	}
-	probes, err := o.Probes.formats(fs)
+	probes, err := probeFormats(fs, &o.Probes, &o.Funcs)
 	if err != nil {
 		return err
 	}
-	funcs, err := o.Funcs.formats(fs)
-	if err != nil {
-		return err
-	}
-	probes = append(probes, funcs...)
 	cat, err := o.Probes.catalog(catalog.Live(fs))
 	if err != nil {
 		return err

@@ -228,15 +228,10 @@ func runRecord(ctx context.Context, d *Deps, o *recordOptions) error {
 	if err != nil {
 		return err
 	}
-	probes, err := o.Probes.formats(fs)
+	probes, err := probeFormats(fs, &o.Probes, &o.Funcs)
 	if err != nil {
 		return err
 	}
-	funcs, err := o.Funcs.formats(fs)
-	if err != nil {
-		return err
-	}
-	probes = append(probes, funcs...)
 	plan, err := record.NewPlan(fs, &record.Options{Events: o.Events, BufferKB: o.BufferKB, PIDs: o.PIDs, CPUs: o.CPUs, CPUList: o.CPUList, Follow: o.Follow, Clock: o.Clock, StartOff: o.StartOff, UserStack: o.UserStack,
 		Snapshots: true, HistOut: d.Out, HistFormat: "text", Synths: synths, Probes: probes})
 	if err != nil {
