@@ -573,11 +573,12 @@ sql_case() {
 	grep -o "events/[a-z_0-9]*/[a-z_0-9]*/trigger" /tmp/sql.sh | sort -u | while read -r f; do
 		echo "$f: $(grep -vc '^#' "$T/$f") triggers" >>/tmp/k.out
 	done
-	grep -o "events/[a-z_0-9]*/[a-z_0-9]*/trigger" /tmp/sql.sh | sort -u | while read -r f; do
-		grep -v '^#' "$T/$f" | sed 's/ \[[a-z]*\]$//' | while IFS= read -r t; do
-			echo "!$t" >>"$T/$f"
+	# The triggers removed as written, newest first (a hist whose
+	# variables another one reads cannot go before it).
+	sed -n '1!G;h;$p' /tmp/sql.sh | sed -n "s/^echo '\(hist:[^']*\)' >> .*\/\(events\/[a-z_0-9]*\/[a-z_0-9]*\/trigger\)$/\2 \1/p" |
+		while read -r f t; do
+			echo "!$t" >>"$T/$f" 2>>/tmp/k.err
 		done
-	done
 	for n in $(awk '{ print $1 }' $T/synthetic_events); do
 		echo "!$n" >>$T/synthetic_events
 	done
