@@ -88,19 +88,8 @@ func runFuncEvent(d *Deps, o *funcEventOptions) error {
 		return err
 	}
 	w := bufio.NewWriter(d.Out)
-	if o.List {
-		for _, l := range catalog.FuncEventListing(c) {
-			fmt.Fprintln(w, l)
-		}
-	}
-	if o.Format {
-		for _, e := range catalog.FuncEvents(c) {
-			_, text, err := c.Format(e)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(w, text)
-		}
+	if err := writeDefs(w, c, o.List, catalog.FuncEventListing(c), o.Format, catalog.FuncEvents(c)); err != nil {
+		return err
 	}
 	if o.DryRun {
 		for _, e := range s.evs {

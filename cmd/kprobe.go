@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -85,13 +86,23 @@ func runKprobe(d *Deps, o *kprobeOptions) error {
 		return err
 	}
 	w := bufio.NewWriter(d.Out)
-	if o.List {
-		for _, l := range catalog.ProbeListing(c) {
+	if err := writeDefs(w, c, o.List, catalog.ProbeListing(c), o.Format, catalog.ProbeEvents(c)); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// writeDefs writes, for gtrace kprobe and funcevent, the listing lines
+// (with list) and the format file of each event of c in evs (with
+// format).
+func writeDefs(w io.Writer, c catalog.Catalog, list bool, listing []string, format bool, evs []catalog.Event) error {
+	if list {
+		for _, l := range listing {
 			fmt.Fprintln(w, l)
 		}
 	}
-	if o.Format {
-		for _, e := range catalog.ProbeEvents(c) {
+	if format {
+		for _, e := range evs {
 			_, text, err := c.Format(e)
 			if err != nil {
 				return err
@@ -99,5 +110,5 @@ func runKprobe(d *Deps, o *kprobeOptions) error {
 			fmt.Fprint(w, text)
 		}
 	}
-	return w.Flush()
+	return nil
 }
