@@ -626,8 +626,14 @@ func evalExpr(e *bpfgen.Expr, d []byte, cpu int, pid int32, ts uint64) uint64 {
 	case 'n':
 		return -evalExpr(e.L, d, cpu, pid, ts)
 	}
-	a, b := evalExpr(e.L, d, cpu, pid, ts), evalExpr(e.R, d, cpu, pid, ts)
-	switch e.Op {
+	return binaryOp(e.Op, e.Signed, evalExpr(e.L, d, cpu, pid, ts), evalExpr(e.R, d, cpu, pid, ts))
+}
+
+// binaryOp applies a hist expression's operator as the BPF program does:
+// u64 arithmetic, exact division (signed when the expression is), and a
+// division by 0 giving all ones, as the kernel's.
+func binaryOp(op byte, signed bool, a, b uint64) uint64 {
+	switch op {
 	case '+':
 		return a + b
 	case '-':
@@ -638,7 +644,7 @@ func evalExpr(e *bpfgen.Expr, d []byte, cpu int, pid int32, ts uint64) uint64 {
 	switch {
 	case b == 0:
 		return math.MaxUint64
-	case e.Signed:
+	case signed:
 		return uint64(int64(a) / int64(b))
 	}
 	return a / b

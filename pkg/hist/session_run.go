@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/gtrace/gtrace/pkg/eval"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -254,22 +253,7 @@ func (h *sessHist) eval(x *sexpr, e *sessEntry, d []byte, cpu int, pid int32, ts
 	case 'n':
 		return -h.eval(x.l, e, d, cpu, pid, ts)
 	}
-	a, b := h.eval(x.l, e, d, cpu, pid, ts), h.eval(x.r, e, d, cpu, pid, ts)
-	switch x.op {
-	case '+':
-		return a + b
-	case '-':
-		return a - b
-	case '*':
-		return a * b
-	}
-	switch {
-	case b == 0:
-		return math.MaxUint64
-	case x.signed:
-		return uint64(int64(a) / int64(b))
-	}
-	return a / b
+	return binaryOp(x.op, x.signed, h.eval(x.l, e, d, cpu, pid, ts), h.eval(x.r, e, d, cpu, pid, ts))
 }
 
 // decodeKeys decodes key bytes as the table's entries show them.
