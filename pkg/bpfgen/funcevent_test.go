@@ -96,7 +96,7 @@ func TestFuncEventSource(t *testing.T) {
 		}
 		f := e.Format(61183)
 		f.Func, f.Probes = e, []*parse.ProbeDef{d}
-		src, err := ProbeSource(f, nil)
+		src, err := ProbeSource(f, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
