@@ -355,6 +355,8 @@ record_case() {
 		# gtrace defines the event itself: the kernel's goes first.
 		: >$T/kprobe_events
 		set -- "$@" --probe "$pdef"
+		# Where gtrace puts the probe: fentry, fexit or kprobe, and why.
+		plan record -e "$event" -f "$filter" "$@"
 	fi
 	record_gtrace -e "$event" -f "$filter" "$@"
 }
