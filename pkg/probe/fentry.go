@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // fentryKey is a function and whether its fexit is asked for.
@@ -104,6 +105,9 @@ func loadTracing(fn string, exit bool) error {
 		Name: "gtrace_fentry", Type: ebpf.Tracing, AttachType: at, AttachTo: fn, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
+	if errors.Is(err, unix.EPERM) {
+		err = unix.EPERM // not cilium/ebpf's guess at a memlock limit
+	}
 	if err != nil {
 		return fmt.Errorf("the kernel refuses a %s program on %s: %w", kind, fn, err)
 	}
