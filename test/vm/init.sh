@@ -374,10 +374,11 @@ record_case() {
 }
 
 # funcevent_case: record_case's "-P PROTO": gtrace record --funcevent
-# PROTO on the kprobe (BTF hidden: KERNEL) and on fentry (GTRACE, with
-# its PLAN).
+# PROTO on the kprobe (BTF hidden: KERNEL, its plan's lines in
+# KERNEL-STDERR) and on fentry (GTRACE, with its PLAN).
 funcevent_case() {
 	mount -t tmpfs nobtf /sys/kernel/btf
+	gtrace record --funcevent "$proto" -e "$event" -f "$filter" --dry-run 2>&1 | grep '^# gtrace_rec' >/tmp/k.plan
 	# shellcheck disable=SC2086 # ops are words
 	for try in 1 2 3; do
 		gtrace record --funcevent "$proto" -e "$event" -f "$filter" -o /tmp/k.dat -- vmload -pid $PID $ops >/tmp/k.err 2>&1
@@ -385,6 +386,7 @@ funcevent_case() {
 		[ $krc = 75 ] || break
 	done
 	umount /sys/kernel/btf
+	cat /tmp/k.plan >>/tmp/k.err
 	: >/tmp/k.out
 	if [ $krc = 0 ]; then
 		trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
