@@ -405,6 +405,9 @@ func Record(s *RecordSpec) (*Program, error) {
 			shape = recordShape(f)
 		}
 		recorders[i] = Recorder{Point: src.Point(f)}
+		if p, ok := src.(*Probe); ok {
+			recorders[i].Why = p.Why()
+		}
 		recorders[i].Point.Cookie = uint64(f.ID)
 		if p := byShape[shape]; shape != "" && p != nil {
 			// Another event of this layout has a program: share it.
@@ -549,6 +552,9 @@ type Recorder struct {
 	Prog  string       // the program's name in the collection
 	Point attach.Point // where it runs for the event; a shared program's cookie is the event's ID
 	Group bool         // it records other syscalls events too (see syscalls.go)
+	// Why says why a kernel probe's program runs on its fentry, fexit or
+	// kprobe (Probe.Why).
+	Why string
 }
 
 // Shared reports whether the recorder's program records other events of

@@ -291,6 +291,9 @@ func (j *LiveJob) Describe(w io.Writer) error {
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case c.Layout.Source != nil:
 			fmt.Fprintf(w, "# on %s: the record is built from the probe's fetch arguments\n", c.Layout.Source.Point(c.Format))
+			if p, ok := c.Layout.Source.(*bpfgen.Probe); ok && p.Why() != "" {
+				fmt.Fprintf(w, "# %s\n", p.Why())
+			}
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":
