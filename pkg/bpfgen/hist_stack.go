@@ -109,8 +109,8 @@ func emitStackKey(b *Builder, k *KeySlot, dropped string) {
 // emitFramesKey stores the frames of key k at R7+k.Off: the event's
 // kernel stack by bpf_get_stack (zero-padded; an event whose stack the
 // helper cannot take goes to dropped), or the frames of a synthetic
-// event's stack field of the record at R6, zero after them. Clobbers
-// R0-R5.
+// event's stack field of the record at R6 (after its count, as the
+// kernel's key takes them), zero after them. Clobbers R0-R5.
 func emitFramesKey(b *Builder, k *KeySlot, dropped string) {
 	off := int32(k.Off)
 	if k.Src == SrcStack {
@@ -126,8 +126,9 @@ func emitFramesKey(b *Builder, k *KeySlot, dropped string) {
 		)
 		return
 	}
-	b.Comment("key %s.stacktrace (frames of the record's __data_loc)", k.Field.Name)
+	b.Comment("key %s.stacktrace (the frames after the count of the record's __data_loc)", k.Field.Name)
 	full := b.Label("frames_len")
+	done := b.Label("frames_done")
 	zero(b, asm.R7, int16(off), FramesSize)
 	b.Emit(
 		asm.LoadMem(asm.R3, asm.R6, int16(k.Field.Offset), asm.Word),
@@ -135,6 +136,9 @@ func emitFramesKey(b *Builder, k *KeySlot, dropped string) {
 		asm.RSh.Imm(asm.R2, 16),
 		asm.And.Imm(asm.R3, 0xffff),
 		asm.Add.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, 8),
+		asm.JLE.Imm(asm.R2, 8, done),
+		asm.Add.Imm(asm.R2, -8),
 		asm.JLE.Imm(asm.R2, FramesSize, full),
 		asm.Mov.Imm(asm.R2, FramesSize),
 	)
@@ -144,4 +148,5 @@ func emitFramesKey(b *Builder, k *KeySlot, dropped string) {
 		asm.Add.Imm(asm.R1, off),
 		asm.FnProbeReadKernel.Call(),
 	)
+	b.Mark(done)
 }

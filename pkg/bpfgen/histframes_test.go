@@ -80,8 +80,8 @@ func TestFramesParts(t *testing.T) {
 		"variable st (frames): bpf_get_stack(ctx, entry, 128, skip 1)",
 		"copy the string or frames to the scratch map's slot 0",
 		"variable s (frames) = reference 0's, from the scratch map",
-		"stack = the frames of a variable or reference: 128 bytes copied",
-		"key stack.stacktrace (frames of the record's __data_loc)",
+		"stack = the count, then the frames of a variable or reference (120 bytes copied",
+		"key stack.stacktrace (the frames after the count of the record's __data_loc)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the program has no %q", want)

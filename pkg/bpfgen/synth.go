@@ -344,36 +344,10 @@ func (a *SynthAction) emitField(b *Builder, f *Frame, env exprEnv, fld *parse.Fi
 	)
 	got := b.Label("loc")
 	switch {
-	case isStackField(fld) && p.Src != ParamStack:
-		b.Comment("%s = the frames of a variable or reference: %d bytes copied, the frames up to the first zero counted", fld.Name, FramesSize)
-		b.Emit(asm.StoreMem(asm.R10, f.Area.Off+synthKey, asm.R1, asm.DWord))
-		a.emitStringSource(b, f, p)
-		b.Emit(
-			asm.Mov.Imm(asm.R2, FramesSize),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R1, asm.R10, f.Area.Off+synthKey, asm.DWord),
-			asm.Mov.Imm(asm.R4, 0),
-		)
-		for range StackDepth {
-			b.Emit(
-				asm.LoadMem(asm.R2, asm.R1, 0, asm.DWord),
-				asm.JEq.Imm(asm.R2, 0, got),
-				asm.Add.Imm(asm.R4, 8),
-				asm.Add.Imm(asm.R1, 8),
-			)
+	case isStackField(fld):
+		if err := a.emitStack(b, f, fld, p, got); err != nil {
+			return err
 		}
-	case p.Src == ParamStack:
-		b.Comment("%s = the stack: bpf_get_stack(ctx, data, %d, skip %d)", fld.Name, 8*StackDepth, p.Skip)
-		b.Emit(
-			asm.Mov.Reg(asm.R2, asm.R1),
-			asm.Mov.Reg(asm.R1, asm.R6),
-			asm.Mov.Imm(asm.R3, 8*StackDepth),
-			asm.Mov.Imm(asm.R4, int32(p.Skip&bpfFSkipMask)),
-			asm.FnGetStack.Call(),
-			asm.Mov.Reg(asm.R4, asm.R0),
-			asm.JSGE.Imm(asm.R4, 0, got),
-			asm.Mov.Imm(asm.R4, 0),
-		)
 	default:
 		b.Comment("%s = string (__data_loc)", fld.Name)
 		switch p.Src {
@@ -417,6 +391,67 @@ func (a *SynthAction) emitField(b *Builder, f *Frame, env exprEnv, fld *parse.Fi
 		asm.Add.Reg(asm.R1, asm.R4),
 		asm.StoreMem(asm.R10, dyn, asm.R1, asm.DWord),
 	)
+	return nil
+}
+
+// synthFrames is the most frames of a synthetic stack field: the
+// kernel's HIST_STACKTRACE_DEPTH longs, the first the count.
+const synthFrames = StackDepth - 1
+
+// emitStack fills the data of stack field fld at R1 as the kernel's
+// trace_stack does: the number of frames N in a long, then the N frames
+// (at most synthFrames), R4 = 8*(N+1), or 0 when there is none; then
+// jumps to got. The frames are the event's stack (ParamStack) or those
+// of a frames variable or reference, counted up to the first zero.
+// Clobbers R0-R5.
+func (a *SynthAction) emitStack(b *Builder, f *Frame, fld *parse.Field, p SynthParam, got string) error {
+	data := f.Area.Off + synthKey
+	b.Emit(asm.StoreMem(asm.R10, data, asm.R1, asm.DWord))
+	none := b.Label("no_frames")
+	if p.Src == ParamStack {
+		b.Comment("%s = the count, then the stack: bpf_get_stack(ctx, data+8, %d, skip %d)", fld.Name, 8*synthFrames, p.Skip)
+		b.Emit(
+			asm.Mov.Reg(asm.R2, asm.R1),
+			asm.Add.Imm(asm.R2, 8),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R3, 8*synthFrames),
+			asm.Mov.Imm(asm.R4, int32(p.Skip&bpfFSkipMask)),
+			asm.FnGetStack.Call(),
+			asm.Mov.Reg(asm.R4, asm.R0),
+			asm.JSLE.Imm(asm.R4, 0, none),
+		)
+	} else {
+		b.Comment("%s = the count, then the frames of a variable or reference (%d bytes copied, counted up to the first zero)", fld.Name, 8*synthFrames)
+		b.Emit(asm.Add.Imm(asm.R1, 8))
+		a.emitStringSource(b, f, p)
+		b.Emit(
+			asm.Mov.Imm(asm.R2, 8*synthFrames),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R1, asm.R10, data, asm.DWord),
+			asm.Mov.Imm(asm.R4, 0),
+		)
+		counted := b.Label("counted")
+		for range synthFrames {
+			b.Emit(
+				asm.LoadMem(asm.R2, asm.R1, 8, asm.DWord),
+				asm.JEq.Imm(asm.R2, 0, counted),
+				asm.Add.Imm(asm.R4, 8),
+				asm.Add.Imm(asm.R1, 8),
+			)
+		}
+		b.Mark(counted)
+		b.Emit(asm.JEq.Imm(asm.R4, 0, none))
+	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R10, data, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R4),
+		asm.RSh.Imm(asm.R2, 3),
+		asm.StoreMem(asm.R1, 0, asm.R2, asm.DWord),
+		asm.Add.Imm(asm.R4, 8),
+		asm.Ja.Label(got),
+	)
+	b.Mark(none)
+	b.Emit(asm.Mov.Imm(asm.R4, 0), asm.Ja.Label(got))
 	return nil
 }
 

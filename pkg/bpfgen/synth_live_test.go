@@ -360,9 +360,10 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 // (st=common_stacktrace) whose onmatch emits a synthetic event with two
 // stack fields, one taken from the event's context, one the variable's
 // frames, and a string of the entry: each record holds the child's tid,
-// two __data_locs of the same whole frames, kernel addresses, one after
-// the other right after the fixed part, then the child's name with its
-// NUL; the entry holds the frames too.
+// two __data_locs of the same stack, one after the other right after the
+// fixed part, each as the kernel's trace_stack writes it (the count of
+// frames, then the frames, kernel addresses), then the child's name with
+// its NUL; the entry holds the frames too.
 func TestPrivilegedSynthStack(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	sl := startSleeper(t)
@@ -413,10 +414,13 @@ func TestPrivilegedSynthStack(t *testing.T) {
 	}
 	loc := binary.LittleEndian.Uint32(rec[16:])
 	off, size := int(loc&0xffff), int(loc>>16)
-	if off != fixed || size == 0 || size%8 != 0 || size > FramesSize {
-		t.Fatalf("stack's __data_loc: %d bytes at %d, want whole frames at %d", size, off, fixed)
+	if off != fixed || size < 16 || size%8 != 0 || size > FramesSize {
+		t.Fatalf("stack's __data_loc: %d bytes at %d, want a count and whole frames at %d", size, off, fixed)
 	}
-	for i := off; i < off+size; i += 8 {
+	if n := binary.LittleEndian.Uint64(rec[off:]); int(n) != size/8-1 {
+		t.Errorf("stack's count %d, want its %d frames", n, size/8-1)
+	}
+	for i := off + 8; i < off+size; i += 8 {
 		if pc := binary.LittleEndian.Uint64(rec[i:]); pc>>48 != 0xffff {
 			t.Errorf("frame %d: %#x is no kernel address", (i-off)/8, pc)
 		}
@@ -441,5 +445,5 @@ func TestPrivilegedSynthStack(t *testing.T) {
 	} else if pc := binary.LittleEndian.Uint64(entry[16:]); pc>>48 != 0xffff {
 		t.Errorf("st's first frame %#x: want a kernel address", pc)
 	}
-	t.Logf("%d synthetic events, the last with %d frames, c=%q", n, size/8, name)
+	t.Logf("%d synthetic events, the last with %d frames, c=%q", n, size/8-1, name)
 }
