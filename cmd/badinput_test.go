@@ -184,6 +184,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"hist", "-i", sample, "-e", "sched:sched_switch", "hist:keys=prev_pid:pause"}, 2,
 			"^gtrace: hist:1:20: a paused hist over a file would count nothing\n  hist:keys=prev_pid:pause\n                     \\^~~~~\n  hint: pause waits for an enable_hist trigger \\(-R\\), which runs on live events: drop pause\n$", true},
 		{[]string{"hist", "-i", sample, "-e", "sched:*", "-k", "common_stacktrace"}, 2, `--keys:1:1: a stack key needs a live hist: a trace.dat's records hold no stacks\n  common_stacktrace\n  \^~+\n`, true},
+		{[]string{"hist", "-i", sample, "--synth", "block_lat pid_t pid; u64 delta; unsigned long[] stack;",
+			"-e", "sched:sched_switch", "-R", "hist:keys=next_pid:ts=common_timestamp.usecs,st=common_stacktrace if prev_state == 2",
+			"-R", "hist:keys=prev_pid:delta=common_timestamp.usecs-$ts,s=$st:onmax($delta).trace(block_lat,prev_pid,$delta,$s)",
+			"-e", "synthetic:block_lat", "-R", "hist:keys=delta.buckets=100,stack.stacktrace:sort=delta"}, 2,
+			`-R:1:49: a stack variable needs a live hist: a trace.dat's records hold no stacks\n  .*\n {50}\^~{16}\n`, true},
 
 		// record.
 		{rec("-b", "99999999999"), 2, `-b:1:1: buffer size 99999999999 out of range\n(.*\n)*  hint: the ring buffer per CPU is 1 to 4194304 KiB`, true},

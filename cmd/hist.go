@@ -176,6 +176,12 @@ end, one block per hist.`,
     -e sched:sched_switch -R 'hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency($wakeup_lat,next_pid,next_prio)' \
     -e synthetic:wakeup_latency -R 'hist:keys=lat.log2:sort=lat'
 
+  # the kernel's block_lat example: the stack of each switch out in D state, passed to a synthetic event, live
+  gtrace hist --synth 'block_lat pid_t pid; u64 delta; unsigned long[] stack;' \
+    -e sched:sched_switch -R 'hist:keys=next_pid:ts=common_timestamp.usecs,st=common_stacktrace if prev_state == 2' \
+    -R 'hist:keys=prev_pid:delta=common_timestamp.usecs-$ts,s=$st:onmax($delta).trace(block_lat,prev_pid,$delta,$s)' \
+    -e synthetic:block_lat -R 'hist:keys=delta.buckets=100,stack.stacktrace:sort=delta' -- ./app
+
   # the worst wakeup latency of each task, with the task switched out for it
   gtrace hist -i wake.dat -e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs' \
     -e sched:sched_switch -R 'hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:onmax($lat).save(next_comm,prev_pid,prev_comm)'

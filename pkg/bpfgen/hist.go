@@ -45,7 +45,7 @@ type KeySlot struct {
 	Op      KeyOp
 	Buckets uint64 // OpBuckets: N > 0
 	Off     int    // offset in the key
-	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings
+	Size    int    // 8 for numbers; the string slot's size (a multiple of 8) for strings; FramesSize for frames (Frames)
 	Skip    int    // SrcStack: the innermost frames to leave out (StackSkip)
 	Expr    *Expr  // SrcExpr
 	// User: the field is a char * to user memory (a syscall's), read
@@ -392,7 +392,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	valOff := f.Area.Off
 	keyOff := valOff + int16(s.ValueSize)
 	tmpOff := keyOff + int16(s.KeySize) // expression temporaries
-	env := exprEnv{tmp: tmpOff, clock: tmpOff + exprTime, refs: tmpOff, strRefs: s.stringRefs()}
+	env := exprEnv{tmp: tmpOff, clock: tmpOff + exprTime, refs: tmpOff, strRefs: s.stringRefs(), refKinds: s.refKinds()}
 	if s.usesExpr() || inter {
 		env.refs += exprTime + 8
 	}
@@ -411,6 +411,10 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	b.Emit(asm.Mov.Reg(asm.R7, asm.R10), asm.Add.Imm(asm.R7, int32(keyOff)))
 	dropped := b.Label("dropped")
 	for i := range s.Keys {
+		if s.Keys[i].Frames() {
+			emitFramesKey(b, &s.Keys[i], dropped)
+			continue
+		}
 		if src := s.Keys[i].Src; src == SrcStack || src == SrcUStack {
 			emitStackKey(b, &s.Keys[i], dropped)
 			continue
@@ -560,7 +564,7 @@ func (l *HistLayout) valueSlot(off int) bool {
 func (a *HistAction) emitUpdated(b *Builder, f *Frame, env exprEnv, entrySlot int16) error {
 	s := a.Layout
 	env.vars = s.Vars
-	if err := emitVarStores(b, s, env); err != nil {
+	if err := emitVarStores(b, s, env, f.depth); err != nil {
 		return err
 	}
 	b.Emit(

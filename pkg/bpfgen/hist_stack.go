@@ -35,7 +35,9 @@ func StackSkip(sys, name string) int {
 	return 1
 }
 
-// HasStack reports whether a key or a variable of l is a stack.
+// HasStack reports whether a key or a variable of l takes the event's
+// stack from the program's context: a stack key (an id or frames), a
+// frames variable of the event's own stack.
 func (l *HistLayout) HasStack() bool {
 	for _, k := range l.Keys {
 		if k.Src == SrcStack || k.Src == SrcUStack {
@@ -43,11 +45,30 @@ func (l *HistLayout) HasStack() bool {
 		}
 	}
 	for _, v := range l.Vars {
-		if v.Kind == VarStack {
+		if v.Kind == VarFrames && !v.FromRef {
 			return true
 		}
 	}
 	return false
+}
+
+// hasStackIDs reports whether a key of l is a stack's id in the stack
+// map.
+func (l *HistLayout) hasStackIDs() bool {
+	for _, k := range l.Keys {
+		if (k.Src == SrcStack || k.Src == SrcUStack) && !k.Frames() {
+			return true
+		}
+	}
+	return false
+}
+
+// Frames reports whether the key is a stack's frames (FramesSize bytes,
+// innermost first, zero after the last) rather than a number or a
+// stack's id: the event's kernel stack (SrcStack) taken whole, or a
+// synthetic event's stack field (SrcField, an unsigned long[]).
+func (k *KeySlot) Frames() bool {
+	return k.Size == FramesSize && (k.Src == SrcStack || k.Src == SrcField && k.Field != nil && isStackField(k.Field))
 }
 
 // stackMapScale is how many buckets the stack map has per entry of the
@@ -56,10 +77,10 @@ func (l *HistLayout) HasStack() bool {
 // than the table to make those refusals rare.
 const stackMapScale = 4
 
-// stackMap is the stack-trace map of a layout with a stack key, sized as
+// stackMap is the stack-trace map of a layout with a stack id key, sized as
 // the hist (stackMapScale times its entries), or nil.
 func stackMap(l *HistLayout) *ebpf.MapSpec {
-	if !l.HasStack() {
+	if !l.hasStackIDs() {
 		return nil
 	}
 	return &ebpf.MapSpec{Name: StacksMapName, Type: ebpf.StackTrace, KeySize: 4, ValueSize: 8 * StackDepth, MaxEntries: uint32(stackMapScale * l.MaxEntries)}
@@ -83,4 +104,49 @@ func emitStackKey(b *Builder, k *KeySlot, dropped string) {
 	}
 	emitStackID(b, k.Src, k.Skip, dropped)
 	b.Emit(asm.StoreMem(asm.R7, int16(k.Off), asm.R0, asm.DWord))
+}
+
+// emitFramesKey stores the frames of key k at R7+k.Off: the event's
+// kernel stack by bpf_get_stack (zero-padded; an event whose stack the
+// helper cannot take goes to dropped), or the frames of a synthetic
+// event's stack field of the record at R6 (after its count, as the
+// kernel's key takes them), zero after them. Clobbers R0-R5.
+func emitFramesKey(b *Builder, k *KeySlot, dropped string) {
+	off := int32(k.Off)
+	if k.Src == SrcStack {
+		b.Comment("key common_stacktrace (frames): bpf_get_stack(ctx, key, %d, skip %d)", FramesSize, k.Skip)
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Reg(asm.R2, asm.R7),
+			asm.Add.Imm(asm.R2, off),
+			asm.Mov.Imm(asm.R3, FramesSize),
+			asm.Mov.Imm(asm.R4, int32(k.Skip&bpfFSkipMask)),
+			asm.FnGetStack.Call(),
+			asm.JSLT.Imm(asm.R0, 0, dropped),
+		)
+		return
+	}
+	b.Comment("key %s.stacktrace (the frames after the count of the record's __data_loc)", k.Field.Name)
+	full := b.Label("frames_len")
+	done := b.Label("frames_done")
+	zero(b, asm.R7, int16(off), FramesSize)
+	b.Emit(
+		asm.LoadMem(asm.R3, asm.R6, int16(k.Field.Offset), asm.Word),
+		asm.Mov.Reg(asm.R2, asm.R3),
+		asm.RSh.Imm(asm.R2, 16),
+		asm.And.Imm(asm.R3, 0xffff),
+		asm.Add.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, 8),
+		asm.JLE.Imm(asm.R2, 8, done),
+		asm.Add.Imm(asm.R2, -8),
+		asm.JLE.Imm(asm.R2, FramesSize, full),
+		asm.Mov.Imm(asm.R2, FramesSize),
+	)
+	b.Mark(full)
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, off),
+		asm.FnProbeReadKernel.Call(),
+	)
+	b.Mark(done)
 }

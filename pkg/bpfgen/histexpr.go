@@ -41,6 +41,8 @@ type exprEnv struct {
 	// strRefs: each reference's slot in the scratch entry's strings,
 	// -1 for a number.
 	strRefs []int
+	// refKinds: each reference's kind of variable.
+	refKinds []VarKind
 	// vars: the entry's variables, the entry at R8; nil where R8 is
 	// not an entry.
 	vars []VarSlot

@@ -7,7 +7,7 @@ package bpfgen
 // the hitcount and the sums, and a bit in the entry's word of set bits
 // (HistLayout.SetOff). The hist's action computes the variable when it
 // updates the entry (an Expr over the record, as a value is; a string
-// field copied; a stack's id in the stack map) and stores it there, then
+// field copied; the frames of a kernel stack) and stores it there, then
 // sets its bit with an atomic or.
 //
 // A reference is a variable of a hist, read by an event of another hist
@@ -15,8 +15,8 @@ package bpfgen
 // keys out alike, so the key bytes that the action builds are the key to
 // look up in the referenced hist's map, which the collection shares by
 // name. Before it counts, the action resolves every reference: one
-// lookup per referenced map, then each variable's set bit; a number (or
-// a stack's id) is copied into a slot of the action's frame, a string
+// lookup per referenced map, then each variable's set bit; a number is
+// copied into a slot of the action's frame, a string or a stack's frames
 // into the scratch map (synth.go). Any miss skips the event: no hit, no
 // drop, no handler. Once all resolved, each read-once reference clears
 // its bit with an atomic and. Two CPUs that resolve the same variable at
@@ -43,8 +43,18 @@ type VarKind int
 const (
 	VarNumber VarKind = iota // a u64: VarSlot.Expr
 	VarString                // a string of at most Size-1 bytes and a NUL: VarSlot.Field copied
-	VarStack                 // a stack's id in the stack map (hist_stack.go), as a stack key
+	// VarFrames: the frames of a kernel stack, innermost first, zero
+	// after the last (at most StackDepth): the event's own (bpf_get_stack
+	// of its context, Skip frames left out), or, with FromRef, those of
+	// the frames variable that reference Ref reads. A stack-trace map's
+	// frames cannot be read back by a program (its lookup is
+	// -EOPNOTSUPP), so a stack that a reference passes on is its frames.
+	VarFrames
 )
+
+// FramesSize is the bytes of a stack's frames: a frames variable's slot,
+// a frames key.
+const FramesSize = 8 * StackDepth
 
 // VarSlot is a variable in each entry of a hist.
 type VarSlot struct {
@@ -53,10 +63,13 @@ type VarSlot struct {
 	Expr  *Expr        // VarNumber: the number stored
 	Field *parse.Field // VarString: a string field of the record (char[N], __data_loc, __rel_loc, char *)
 	User  bool         // VarString: a char * to user memory
-	Stack KeySrc       // VarStack: SrcStack (the kernel stack) or SrcUStack
-	Skip  int          // VarStack: the innermost frames left out (StackSkip)
-	Off   int          // offset in the entry's value
-	Size  int          // 8; a string's slot: a multiple of 8, at most 256
+	Skip  int          // VarFrames: the innermost frames left out (StackSkip)
+	// FromRef: a VarFrames variable copies the frames of reference Ref
+	// (an index in the layout's Refs), as name=$ref.
+	FromRef bool
+	Ref     int
+	Off     int // offset in the entry's value
+	Size    int // 8; a string's slot: a multiple of 8, at most 256; FramesSize
 }
 
 // RefSlot is a reference: a variable of a hist that this hist's events
@@ -105,8 +118,9 @@ func (l *HistLayout) checkVars() error {
 		switch {
 		case v.Kind == VarNumber && (v.Expr == nil || v.Size != 8),
 			v.Kind == VarString && (v.Field == nil || !v.Field.Class.IsString() && v.Field.Class != parse.ClassStringPtr || v.Size < 8 || v.Size > stringSlotSize || v.Size%8 != 0),
-			v.Kind == VarStack && (v.Stack != SrcStack && v.Stack != SrcUStack || v.Size != 8),
-			v.Kind < VarNumber || v.Kind > VarStack:
+			v.Kind == VarFrames && (v.Size != FramesSize || v.FromRef && (v.Ref < 0 || v.Ref >= len(l.Refs) || l.Refs[v.Ref].Target == nil ||
+				l.Refs[v.Ref].Var < 0 || l.Refs[v.Ref].Var >= len(l.Refs[v.Ref].Target.Vars) || l.Refs[v.Ref].slot().Kind != VarFrames)),
+			v.Kind < VarNumber || v.Kind > VarFrames:
 			return fmt.Errorf("hist layout: variable %s (%d) is not a number, a string or a stack as its kind says", v.Name, i)
 		}
 		if err := inValue("variable "+v.Name, v.Off, v.Size); err != nil {
@@ -121,12 +135,12 @@ func (l *HistLayout) checkVars() error {
 		if r.Target.KeySize != l.KeySize {
 			return fmt.Errorf("hist layout: reference %d to %s: its hist's key takes %d bytes, this one's %d", i, r.slot().Name, r.Target.KeySize, l.KeySize)
 		}
-		if r.slot().Kind == VarString {
+		if r.slot().inScratch() {
 			strs++
 		}
 	}
 	if strs > maxStringRefs {
-		return fmt.Errorf("hist layout: %d string references, at most %d", strs, maxStringRefs)
+		return fmt.Errorf("hist layout: %d string and stack references, at most %d", strs, maxStringRefs)
 	}
 	return l.checkTracks(inValue)
 }
@@ -146,19 +160,32 @@ func (l *HistLayout) refGroups() (group []int, n int) {
 	return group, len(seen)
 }
 
-// stringRefs returns the slot of each string reference in the scratch
-// map's strings, -1 for the others.
+// inScratch reports whether a reference to v resolves into the scratch
+// map: a string, a stack's frames.
+func (v *VarSlot) inScratch() bool { return v.Kind == VarString || v.Kind == VarFrames }
+
+// stringRefs returns the slot of each string or frames reference in the
+// scratch map's strings, -1 for the others.
 func (l *HistLayout) stringRefs() []int {
 	slots := make([]int, len(l.Refs))
 	n := 0
 	for i := range l.Refs {
 		slots[i] = -1
-		if l.Refs[i].slot().Kind == VarString {
+		if l.Refs[i].slot().inScratch() {
 			slots[i] = n
 			n++
 		}
 	}
 	return slots
+}
+
+// refKinds returns the kind of variable each reference reads.
+func (l *HistLayout) refKinds() []VarKind {
+	kinds := make([]VarKind, len(l.Refs))
+	for i := range l.Refs {
+		kinds[i] = l.Refs[i].slot().Kind
+	}
+	return kinds
 }
 
 // refMaps are the specs of the maps the references name.
@@ -208,14 +235,14 @@ func emitResolve(b *Builder, l *HistLayout, ptrs, refs, key int16, depth int, sk
 			asm.And.Imm(asm.R2, 1),
 			asm.JEq.Imm(asm.R2, 0, skip),
 		)
-		if v.Kind != VarString {
+		if !v.inScratch() {
 			b.Emit(
 				asm.LoadMem(asm.R2, asm.R1, int16(v.Off), asm.DWord),
 				asm.StoreMem(asm.R10, refs+int16(8*i), asm.R2, asm.DWord),
 			)
 			continue
 		}
-		b.Comment("copy the string to the scratch map's slot %d", strs[i])
+		b.Comment("copy the string or frames to the scratch map's slot %d", strs[i])
 		emitScratch(b, depth, key, skip)
 		b.Emit(
 			asm.Mov.Reg(asm.R1, asm.R0),
@@ -241,9 +268,11 @@ func emitResolve(b *Builder, l *HistLayout, ptrs, refs, key int16, depth int, sk
 }
 
 // emitVarStores stores the variables of l into the entry at R8 and sets
-// their bits; a stack variable whose stack the helper cannot keep stays
-// as it was. R6 is the record (the context, for a stack). Clobbers R0-R5.
-func emitVarStores(b *Builder, l *HistLayout, env exprEnv) error {
+// their bits. R6 is the record (the context, for the event's stack),
+// depth the synthetic events deep the hist is (a frames variable's
+// reference is in the scratch entry of that depth); the u32 at fp+env.tmp
+// is free. Clobbers R0-R5.
+func emitVarStores(b *Builder, l *HistLayout, env exprEnv, depth int) error {
 	var always uint64
 	for i, v := range l.Vars {
 		off := int16(v.Off)
@@ -254,24 +283,17 @@ func emitVarStores(b *Builder, l *HistLayout, env exprEnv) error {
 				return err
 			}
 			b.Emit(asm.StoreMem(asm.R8, off, asm.R0, asm.DWord))
-			always |= 1 << i
 		case VarString:
 			b.Comment("variable %s (string)", v.Name)
 			if err := emitCopyString(b, asm.R8, off, v.Size, v.Field, v.User); err != nil {
 				return err
 			}
-			always |= 1 << i
-		case VarStack:
-			b.Comment("variable %s (stack)", v.Name)
-			next := b.Label("var_next")
-			emitStackID(b, v.Stack, v.Skip, next)
-			b.Emit(
-				asm.StoreMem(asm.R8, off, asm.R0, asm.DWord),
-				asm.LoadImm(asm.R1, int64(uint64(1)<<i), asm.DWord),
-				atomicOp(asm.OrAtomic, asm.R8, asm.R1, int16(l.SetOff)),
-			)
-			b.Mark(next)
+		case VarFrames:
+			if err := emitFramesVar(b, &v, env, depth); err != nil {
+				return err
+			}
 		}
+		always |= 1 << i
 	}
 	if always != 0 {
 		b.Comment("set the variables' bits")
@@ -280,6 +302,44 @@ func emitVarStores(b *Builder, l *HistLayout, env exprEnv) error {
 			atomicOp(asm.OrAtomic, asm.R8, asm.R1, int16(l.SetOff)),
 		)
 	}
+	return nil
+}
+
+// emitFramesVar stores the frames of variable v into the entry at R8:
+// the event's kernel stack, which bpf_get_stack writes zero-padded to
+// FramesSize (all zero when it has none), or the frames of v's reference
+// in the scratch entry of depth. Clobbers R0-R5.
+func emitFramesVar(b *Builder, v *VarSlot, env exprEnv, depth int) error {
+	if !v.FromRef {
+		if depth > 0 {
+			return fmt.Errorf("variable %s: a stack is taken from an event's context, not from a synthetic event's record", v.Name)
+		}
+		b.Comment("variable %s (frames): bpf_get_stack(ctx, entry, %d, skip %d)", v.Name, FramesSize, v.Skip)
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Reg(asm.R2, asm.R8),
+			asm.Add.Imm(asm.R2, int32(v.Off)),
+			asm.Mov.Imm(asm.R3, FramesSize),
+			asm.Mov.Imm(asm.R4, int32(v.Skip&bpfFSkipMask)),
+			asm.FnGetStack.Call(),
+		)
+		return nil
+	}
+	if v.Ref < 0 || v.Ref >= len(env.strRefs) || env.strRefs[v.Ref] < 0 {
+		return fmt.Errorf("variable %s: reference %d is not a stack the hist resolved", v.Name, v.Ref)
+	}
+	next := b.Label("frames_next")
+	b.Comment("variable %s (frames) = reference %d's, from the scratch map", v.Name, v.Ref)
+	emitScratch(b, depth, env.tmp, next)
+	b.Emit(
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, int32(stringSlotSize*env.strRefs[v.Ref])),
+		asm.Mov.Reg(asm.R1, asm.R8),
+		asm.Add.Imm(asm.R1, int32(v.Off)),
+		asm.Mov.Imm(asm.R2, FramesSize),
+		asm.FnProbeReadKernel.Call(),
+	)
+	b.Mark(next)
 	return nil
 }
 

@@ -205,15 +205,21 @@ func (p *Prog) Generate() (*ebpf.ProgramSpec, error) {
 	if p.ID.Cookie {
 		top = -idSlot
 	}
+	// The actions run one after the other and keep nothing on the stack
+	// for the next: they share one area, as big as the biggest needs.
 	areas := make([]StackArea, len(p.Actions))
+	most := 0
 	for i, a := range p.Actions {
 		n := a.stack()
 		if n%8 != 0 {
 			return nil, fmt.Errorf("program %s: action %d takes %d bytes of stack, not a multiple of 8", p.Name, i, n)
 		}
-		top += n
-		areas[i] = StackArea{Off: int16(-top), Size: int16(n)}
+		most = max(most, n)
 	}
+	for i, a := range p.Actions {
+		areas[i] = StackArea{Off: int16(-top - most), Size: int16(a.stack())}
+	}
+	top += most
 	rec := top
 	top += p.Source.stack()
 	if top > maxStack {

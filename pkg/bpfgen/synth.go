@@ -75,8 +75,8 @@ type ParamSrc int
 const (
 	ParamNumber ParamSrc = iota // SynthParam.Expr: fields, the pid, the time, constants, references, variables
 	ParamString                 // SynthParam.Field: a string field of the event
-	ParamVar                    // SynthParam.Index: a string variable of the hist's entry
-	ParamRef                    // SynthParam.Index: a string reference the hist resolved
+	ParamVar                    // SynthParam.Index: a string or frames variable of the hist's entry
+	ParamRef                    // SynthParam.Index: a string or frames reference the hist resolved
 	ParamStack                  // the event's kernel stack, SynthParam.Skip frames left out
 )
 
@@ -166,6 +166,7 @@ func (a *SynthAction) check(f *Frame) (fixed, dynamic int, err error) {
 	fixed = parse.CommonSize
 	for i, fld := range fs {
 		p := a.Params[i]
+		stack := true // the field is a stack (a variable's or reference's frames)
 		bad := func(what string) error {
 			return fmt.Errorf("synthetic event %s: field %s (%s) cannot take %s", a.Format.Name, fld.Name, fld.Class, what)
 		}
@@ -180,11 +181,12 @@ func (a *SynthAction) check(f *Frame) (fixed, dynamic int, err error) {
 				return 0, 0, bad("a number or a stack")
 			}
 			fixed = max(fixed, fld.Offset+stringSlotSize)
+			stack = false
 		case fld.Class == parse.ClassDataLoc && isStackField(fld):
-			if p.Src != ParamStack {
+			if p.Src == ParamNumber || p.Src == ParamString {
 				return 0, 0, bad("a number or a string")
 			}
-			if f.depth > 0 {
+			if p.Src == ParamStack && f.depth > 0 {
 				return 0, 0, fmt.Errorf("synthetic event %s: field %s: a stack is taken from an event's context, not from a synthetic event's record", a.Format.Name, fld.Name)
 			}
 			dynamic += 8 * StackDepth
@@ -195,10 +197,11 @@ func (a *SynthAction) check(f *Frame) (fixed, dynamic int, err error) {
 			}
 			dynamic += stringSlotSize
 			fixed = max(fixed, fld.Offset+8)
+			stack = false
 		default:
 			return 0, 0, bad("a value")
 		}
-		if err := a.checkSource(f, p); err != nil {
+		if err := a.checkSource(f, p, stack); err != nil {
 			return 0, 0, fmt.Errorf("synthetic event %s: field %s: %w", a.Format.Name, fld.Name, err)
 		}
 	}
@@ -214,20 +217,26 @@ func isStackField(f *parse.Field) bool {
 	return strings.HasSuffix(f.Type, "long[]")
 }
 
-// checkSource checks that a string parameter's source is at hand.
-func (a *SynthAction) checkSource(f *Frame, p SynthParam) error {
+// checkSource checks that a string parameter's source, or a stack
+// field's variable or reference, is at hand; stack says which the field
+// takes.
+func (a *SynthAction) checkSource(f *Frame, p SynthParam, stack bool) error {
+	what, kind := "a string", VarString
+	if stack {
+		what, kind = "a stack", VarFrames
+	}
 	switch p.Src {
 	case ParamString:
 		if p.Field == nil || !p.Field.Class.IsString() && p.Field.Class != parse.ClassStringPtr {
 			return fmt.Errorf("no string field")
 		}
 	case ParamVar:
-		if f.env == nil || p.Index < 0 || p.Index >= len(f.env.vars) || f.env.vars[p.Index].Kind != VarString {
-			return fmt.Errorf("variable %d is not a string of the hist's entry at hand", p.Index)
+		if f.env == nil || p.Index < 0 || p.Index >= len(f.env.vars) || f.env.vars[p.Index].Kind != kind {
+			return fmt.Errorf("variable %d is not %s of the hist's entry at hand", p.Index, what)
 		}
 	case ParamRef:
-		if f.env == nil || p.Index < 0 || p.Index >= len(f.env.strRefs) || f.env.strRefs[p.Index] < 0 {
-			return fmt.Errorf("reference %d is not a string the hist resolved", p.Index)
+		if f.env == nil || p.Index < 0 || p.Index >= len(f.env.strRefs) || f.env.strRefs[p.Index] < 0 || f.env.refKinds[p.Index] != kind {
+			return fmt.Errorf("reference %d is not %s the hist resolved", p.Index, what)
 		}
 	}
 	return nil
@@ -334,19 +343,12 @@ func (a *SynthAction) emitField(b *Builder, f *Frame, env exprEnv, fld *parse.Fi
 		asm.Add.Reg(asm.R1, asm.R7),
 	)
 	got := b.Label("loc")
-	if p.Src == ParamStack {
-		b.Comment("%s = the stack: bpf_get_stack(ctx, data, %d, skip %d)", fld.Name, 8*StackDepth, p.Skip)
-		b.Emit(
-			asm.Mov.Reg(asm.R2, asm.R1),
-			asm.Mov.Reg(asm.R1, asm.R6),
-			asm.Mov.Imm(asm.R3, 8*StackDepth),
-			asm.Mov.Imm(asm.R4, int32(p.Skip&bpfFSkipMask)),
-			asm.FnGetStack.Call(),
-			asm.Mov.Reg(asm.R4, asm.R0),
-			asm.JSGE.Imm(asm.R4, 0, got),
-			asm.Mov.Imm(asm.R4, 0),
-		)
-	} else {
+	switch {
+	case isStackField(fld):
+		if err := a.emitStack(b, f, fld, p, got); err != nil {
+			return err
+		}
+	default:
 		b.Comment("%s = string (__data_loc)", fld.Name)
 		switch p.Src {
 		case ParamString:
@@ -389,6 +391,67 @@ func (a *SynthAction) emitField(b *Builder, f *Frame, env exprEnv, fld *parse.Fi
 		asm.Add.Reg(asm.R1, asm.R4),
 		asm.StoreMem(asm.R10, dyn, asm.R1, asm.DWord),
 	)
+	return nil
+}
+
+// synthFrames is the most frames of a synthetic stack field: the
+// kernel's HIST_STACKTRACE_DEPTH longs, the first the count.
+const synthFrames = StackDepth - 1
+
+// emitStack fills the data of stack field fld at R1 as the kernel's
+// trace_stack does: the number of frames N in a long, then the N frames
+// (at most synthFrames), R4 = 8*(N+1), or 0 when there is none; then
+// jumps to got. The frames are the event's stack (ParamStack) or those
+// of a frames variable or reference, counted up to the first zero.
+// Clobbers R0-R5.
+func (a *SynthAction) emitStack(b *Builder, f *Frame, fld *parse.Field, p SynthParam, got string) error {
+	data := f.Area.Off + synthKey
+	b.Emit(asm.StoreMem(asm.R10, data, asm.R1, asm.DWord))
+	none := b.Label("no_frames")
+	if p.Src == ParamStack {
+		b.Comment("%s = the count, then the stack: bpf_get_stack(ctx, data+8, %d, skip %d)", fld.Name, 8*synthFrames, p.Skip)
+		b.Emit(
+			asm.Mov.Reg(asm.R2, asm.R1),
+			asm.Add.Imm(asm.R2, 8),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R3, 8*synthFrames),
+			asm.Mov.Imm(asm.R4, int32(p.Skip&bpfFSkipMask)),
+			asm.FnGetStack.Call(),
+			asm.Mov.Reg(asm.R4, asm.R0),
+			asm.JSLE.Imm(asm.R4, 0, none),
+		)
+	} else {
+		b.Comment("%s = the count, then the frames of a variable or reference (%d bytes copied, counted up to the first zero)", fld.Name, 8*synthFrames)
+		b.Emit(asm.Add.Imm(asm.R1, 8))
+		a.emitStringSource(b, f, p)
+		b.Emit(
+			asm.Mov.Imm(asm.R2, 8*synthFrames),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R1, asm.R10, data, asm.DWord),
+			asm.Mov.Imm(asm.R4, 0),
+		)
+		counted := b.Label("counted")
+		for range synthFrames {
+			b.Emit(
+				asm.LoadMem(asm.R2, asm.R1, 8, asm.DWord),
+				asm.JEq.Imm(asm.R2, 0, counted),
+				asm.Add.Imm(asm.R4, 8),
+				asm.Add.Imm(asm.R1, 8),
+			)
+		}
+		b.Mark(counted)
+		b.Emit(asm.JEq.Imm(asm.R4, 0, none))
+	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.R10, data, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R4),
+		asm.RSh.Imm(asm.R2, 3),
+		asm.StoreMem(asm.R1, 0, asm.R2, asm.DWord),
+		asm.Add.Imm(asm.R4, 8),
+		asm.Ja.Label(got),
+	)
+	b.Mark(none)
+	b.Emit(asm.Mov.Imm(asm.R4, 0), asm.Ja.Label(got))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -355,42 +356,45 @@ func TestPrivilegedWakeupLatencyLive(t *testing.T) {
 }
 
 // TestPrivilegedSynthStack attaches to sched_switch, filtered to a
-// sleeping child's switches in, a hist with a stack variable
-// (st=common_stacktrace) whose onmatch emits a synthetic event with a
-// stack field, taken from the event's context, and a string of the
-// entry: each record holds the child's tid, a __data_loc of whole
-// frames right after the fixed part, kernel addresses, then the child's
-// name with its NUL.
+// sleeping child's switches in, a hist with a frames variable
+// (st=common_stacktrace) whose onmatch emits a synthetic event with two
+// stack fields, one taken from the event's context, one the variable's
+// frames, and a string of the entry: each record holds the child's tid,
+// two __data_locs of the same stack, one after the other right after the
+// fixed part, each as the kernel's trace_stack writes it (the count of
+// frames, then the frames, kernel addresses), then the child's name with
+// its NUL; the entry holds the frames too.
 func TestPrivilegedSynthStack(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	sl := startSleeper(t)
 	sw := liveFormat(t, "sched", "sched_switch")
-	def, err := parse.ParseSynth("synth", "st_ev u64 a; unsigned long[] stack; char[] c")
+	def, err := parse.ParseSynth("synth", "st_ev u64 a; unsigned long[] stack; unsigned long[] vst; char[] c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	synth := def.Format(3000)
 	l := &HistLayout{
 		Keys: []KeySlot{{Src: SrcField, Field: sw.Field("next_pid"), Size: 8}}, KeySize: 8,
-		ValueSize: 48, CommOff: -1, MaxEntries: 64, SetOff: 8,
+		ValueSize: 16 + FramesSize + 24, CommOff: -1, MaxEntries: 64, SetOff: 8,
 		Vars: []VarSlot{
-			{Name: "st", Kind: VarStack, Stack: SrcStack, Skip: 1, Off: 16, Size: 8},
-			{Name: "c", Kind: VarString, Field: sw.Field("next_comm"), Off: 24, Size: 24},
+			{Name: "st", Kind: VarFrames, Skip: 1, Off: 16, Size: FramesSize},
+			{Name: "c", Kind: VarString, Field: sw.Field("next_comm"), Off: 16 + FramesSize, Size: 24},
 		},
 	}
 	h := NewHistAction(l, "h_st", "d_st")
 	h.OnMatch = []Action{&SynthAction{Format: synth, Params: []SynthParam{
 		{Src: ParamNumber, Expr: &Expr{Src: SrcField, Field: sw.Field("next_pid")}},
 		{Src: ParamStack, Skip: 1},
+		{Src: ParamVar, Index: 0},
 		{Src: ParamVar, Index: 1},
-	}, Actions: []Action{newCapture("cap", 256)}}}
+	}, Actions: []Action{newCapture("cap", 512)}}}
 	c := NewCollection()
 	filter := bindLive(t, sw, fmt.Sprintf("next_pid == %d", sl.tid))
 	if err := c.Add(&Prog{Name: "st", Source: Tracepoint{}, Filter: filter, ID: EventID{Const: sw.ID}, Actions: []Action{h}}); err != nil {
 		t.Fatal(err)
 	}
-	if c.Spec().Maps[StacksMapName] == nil {
-		t.Fatal("no stack map for the stack variable")
+	if c.Spec().Maps[StacksMapName] != nil {
+		t.Fatal("a stack map for a frames variable")
 	}
 	coll := loadTracepoints(t, c)
 	lk, err := link.Tracepoint("sched", "sched_switch", coll.Programs["st"], nil)
@@ -404,36 +408,42 @@ func TestPrivilegedSynthStack(t *testing.T) {
 	if n < childSleeps {
 		t.Fatalf("%d synthetic events, want at least %d", n, childSleeps)
 	}
-	fixed := 8 + 8 + 8 + 8
+	fixed := 8 + 8 + 8 + 8 + 8
 	if got := binary.LittleEndian.Uint64(rec[8:]); got != uint64(sl.tid) {
 		t.Errorf("a = %d, want the child's tid %d", got, sl.tid)
 	}
 	loc := binary.LittleEndian.Uint32(rec[16:])
 	off, size := int(loc&0xffff), int(loc>>16)
-	if off != fixed || size == 0 || size%8 != 0 || size > 8*StackDepth {
-		t.Fatalf("stack's __data_loc: %d bytes at %d, want whole frames at %d", size, off, fixed)
+	if off != fixed || size < 16 || size%8 != 0 || size > FramesSize {
+		t.Fatalf("stack's __data_loc: %d bytes at %d, want a count and whole frames at %d", size, off, fixed)
 	}
-	for i := off; i < off+size; i += 8 {
+	if n := binary.LittleEndian.Uint64(rec[off:]); int(n) != size/8-1 {
+		t.Errorf("stack's count %d, want its %d frames", n, size/8-1)
+	}
+	for i := off + 8; i < off+size; i += 8 {
 		if pc := binary.LittleEndian.Uint64(rec[i:]); pc>>48 != 0xffff {
 			t.Errorf("frame %d: %#x is no kernel address", (i-off)/8, pc)
 		}
 	}
-	cloc := binary.LittleEndian.Uint32(rec[24:])
+	vloc := binary.LittleEndian.Uint32(rec[24:])
+	voff, vsize := int(vloc&0xffff), int(vloc>>16)
+	if voff != off+size || !bytes.Equal(rec[voff:voff+vsize], rec[off:off+size]) {
+		t.Errorf("vst: %d bytes at %d (%x), want the stack's %d at %d (%x)", vsize, voff, rec[voff:voff+vsize], size, off+size, rec[off:off+size])
+	}
+	cloc := binary.LittleEndian.Uint32(rec[32:])
 	coff, clen := int(cloc&0xffff), int(cloc>>16)
 	name := string(rec[coff : coff+clen])
-	if coff != off+size || clen < 2 || name[clen-1] != 0 {
-		t.Errorf("c: %q at %d, want a string with its NUL at %d", name, coff, off+size)
+	if coff != voff+vsize || clen < 2 || name[clen-1] != 0 {
+		t.Errorf("c: %q at %d, want a string with its NUL at %d", name, coff, voff+vsize)
 	}
 	entry := make([]byte, l.ValueSize)
 	if err := coll.Maps["h_st"].Lookup(uint64(sl.tid), &entry); err != nil {
 		t.Fatal(err)
 	}
-	frames := make([]uint64, StackDepth)
-	id := binary.LittleEndian.Uint32(entry[16:])
 	if set := binary.LittleEndian.Uint64(entry[8:]); set != 3 {
 		t.Errorf("the entry's set bits %b, want st and c set", set)
-	} else if err := coll.Maps[StacksMapName].Lookup(id, &frames); err != nil || frames[0]>>48 != 0xffff {
-		t.Errorf("st = stack %d: %#x, %v; want kernel frames", id, frames, err)
+	} else if pc := binary.LittleEndian.Uint64(entry[16:]); pc>>48 != 0xffff {
+		t.Errorf("st's first frame %#x: want a kernel address", pc)
 	}
-	t.Logf("%d synthetic events, the last with %d frames, c=%q", n, size/8, name)
+	t.Logf("%d synthetic events, the last with %d frames, c=%q", n, size/8-1, name)
 }

@@ -261,18 +261,26 @@ func newFileRun(spec *parse.HistSpec, fm *parse.Format, cmdlines map[int]string,
 	if err != nil {
 		return nil, err
 	}
+	if err := noStackKeys(p); err != nil {
+		return nil, err
+	}
 	return newFileRunPlan(p, fm, cmdlines, funcs)
+}
+
+// noStackKeys refuses the stack keys of p over records.
+func noStackKeys(p *Plan) error {
+	for _, k := range p.Keys {
+		if k.Kind == KeyStack {
+			return p.Spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no stacks")
+		}
+	}
+	return nil
 }
 
 // newFileRunPlan is newFileRun of a plan made already.
 func newFileRunPlan(p *Plan, fm *parse.Format, cmdlines map[int]string, funcs parse.FuncResolver) (*fileRun, error) {
 	spec := p.Spec
 	var err error
-	for _, k := range p.Keys {
-		if k.Kind == KeyStack {
-			return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a stack key needs a live hist: a trace.dat's records hold no stacks")
-		}
-	}
 	r := &fileRun{plan: p, id: uint16(fm.ID), cmdlines: cmdlines}
 	if spec.Filter != nil {
 		if r.filter, err = parse.BindFilter(spec.SrcName(), spec.Src, spec.Filter, fm); err != nil {
@@ -290,6 +298,8 @@ func newFileRunPlan(p *Plan, fm *parse.Format, cmdlines map[int]string, funcs pa
 	for i, s := range l.Keys {
 		k := fileKey{expr: s.Expr, src: s.Src, field: s.Field, key: &p.Keys[i], off: s.Off, size: s.Size, max: s.Size - 1}
 		switch {
+		case k.key.Kind == KeyStack:
+			// A live session's key: its bytes, not a string.
 		case s.Src == bpfgen.SrcComm:
 			k.str = true
 			r.needComm = true

@@ -80,12 +80,7 @@ func (p *Plan) decode(key, val []byte) Entry {
 	l := p.Layout
 	e := Entry{Keys: make([]KeyValue, len(l.Keys)), Vals: make([]uint64, len(l.Vals))}
 	for i, s := range l.Keys {
-		b := key[s.Off : s.Off+s.Size]
-		if p.Keys[i].Kind == KeyString {
-			e.Keys[i].Str = cString(b)
-		} else {
-			e.Keys[i].Num = binary.LittleEndian.Uint64(b)
-		}
+		e.Keys[i] = p.Keys[i].decode(key[s.Off : s.Off+s.Size])
 	}
 	e.Hitcount = binary.LittleEndian.Uint64(val)
 	for i, s := range l.Vals {
@@ -95,6 +90,22 @@ func (p *Plan) decode(key, val []byte) Entry {
 		e.Comm = cString(val[l.CommOff : l.CommOff+bpfgen.CommLen])
 	}
 	return e
+}
+
+// decode is the value of key k from its bytes b: a number, a string, a
+// stack's frames (a stack's id: its frames come from the stack map).
+func (k *Key) decode(b []byte) KeyValue {
+	switch {
+	case k.Kind == KeyString:
+		return KeyValue{Str: cString(b)}
+	case k.Frames:
+		pcs := make([]uint64, len(b)/8)
+		for i := range pcs {
+			pcs[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+		return KeyValue{Stack: NewStack(pcs)}
+	}
+	return KeyValue{Num: binary.LittleEndian.Uint64(b)}
 }
 
 func cString(b []byte) string {

@@ -3,6 +3,7 @@ package hist
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/parse"
@@ -82,12 +83,18 @@ func layout(p *Plan, f *parse.Format) *bpfgen.HistLayout {
 		case "common_stacktrace":
 			slot.Src = bpfgen.SrcStack
 			slot.Skip = bpfgen.StackSkip(f.System, f.Name)
+			if k.Frames {
+				slot.Size = bpfgen.FramesSize
+			}
 		case "ustacktrace":
 			slot.Src = bpfgen.SrcUStack
 		default:
 			if fld := f.Field(k.Spec.Name); fld != nil {
 				slot.Src = bpfgen.SrcField
 				slot.Field = fld
+				if k.Frames {
+					slot.Size = bpfgen.FramesSize
+				}
 				if k.Kind == KeyString {
 					slot.Size = bpfgen.StringSlotSize(fld)
 					// A syscall's char * points to the caller's memory.
@@ -151,6 +158,9 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 		return Key{}, spec.Errorf(k.Off, k.End, format, args...)
 	}
 	if k.Mod == parse.ModStacktrace {
+		if fld := f.Field(k.Name); fld != nil && isStackField(fld) {
+			return Key{Spec: k, Kind: KeyStack, Frames: true}, nil
+		}
 		return Key{}, notStack(spec, f, k)
 	}
 	if computed(k) {
@@ -199,6 +209,12 @@ func resolveKey(spec *parse.HistSpec, f *parse.Format, k parse.HistField) (Key, 
 		return bad("invalid field modifier .execname: it applies only to common_pid")
 	}
 	return Key{Spec: k, Kind: kind}, nil
+}
+
+// isStackField reports whether fld holds a stack: a synthetic event's
+// unsigned long[] (or long[]) field, a __data_loc of frames.
+func isStackField(fld *parse.Field) bool {
+	return fld.Class == parse.ClassDataLoc && strings.HasSuffix(fld.Type, "long[]")
 }
 
 // notStack refuses .stacktrace on key k: the kernel takes it only on a

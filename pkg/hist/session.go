@@ -44,6 +44,9 @@ type Session struct {
 	// depth is how deep the current chain of emitted synthetic events
 	// is (synthetic events whose hists emit synthetic events).
 	depth int
+	// live: the session runs on BPF (compileLive), whose hists may
+	// hold stacks; the records of a file hold none.
+	live bool
 }
 
 // maxSynthDepth bounds a chain of synthetic events, each emitted by an
@@ -90,11 +93,15 @@ type sessVar struct {
 // valType is the type of a value as the kernel's hist_field has it, for
 // the synthetic event's type rule.
 type valType struct {
-	name   string // "u64", "pid_t", "char[16]"
+	name   string // "u64", "pid_t", "char[16]", "unsigned long[]"
 	size   int
 	signed bool
 	str    bool
+	stack  bool // a kernel stack's frames (common_stacktrace)
 }
+
+// stackType is the type of a stack variable, as the kernel's.
+var stackType = valType{name: "unsigned long[]", size: 8, stack: true}
 
 // sessRef is a variable reference of a hist: to variable v of hist h.
 type sessRef struct {
@@ -139,6 +146,7 @@ const (
 	leafCPU
 	leafComm
 	leafRef
+	leafStack // the event's kernel stack (common_stacktrace)
 )
 
 // sexpr is an expression of a session's hist: a tree of operators over
@@ -159,7 +167,13 @@ type sexpr struct {
 // values (nil: there are none). Errors are *parse.Error on the Src of
 // the hist at fault, with the kernel's messages.
 func NewSession(hists []SessionHist, synths []SynthEvent, funcs parse.FuncResolver) (*Session, error) {
-	s := &Session{byID: map[int][]*sessHist{}, byEvent: map[string][]*sessHist{}, synths: map[string]*sessSynth{}, funcs: funcs}
+	return newSession(hists, synths, funcs, false)
+}
+
+// newSession is NewSession for records (live false), which refuses
+// stacks, or for BPF (live true).
+func newSession(hists []SessionHist, synths []SynthEvent, funcs parse.FuncResolver, live bool) (*Session, error) {
+	s := &Session{byID: map[int][]*sessHist{}, byEvent: map[string][]*sessHist{}, synths: map[string]*sessSynth{}, funcs: funcs, live: live}
 	for _, e := range synths {
 		s.synths[e.Def.Name] = &sessSynth{def: e.Def, fm: e.Format}
 	}
@@ -193,6 +207,18 @@ func (s *Session) addHist(spec *parse.HistSpec, fm *parse.Format) (*sessHist, er
 	if err != nil {
 		return nil, err
 	}
+	if s.live && slices.ContainsFunc(p.Keys, func(k Key) bool { return k.Kind == KeyStack }) {
+		// Live, a stack key is its frames, as a stack variable is: a
+		// program cannot read a stack map's frames back.
+		for i, k := range p.Keys {
+			if k.User {
+				return nil, spec.Errorf(k.Spec.Off, k.Spec.End, "a user stack key in an inter-event session: not supported by gtrace").
+					WithHint("key the session's hists on common_stacktrace, the kernel stack")
+			}
+			p.Keys[i].Frames = k.Kind == KeyStack
+		}
+		p.Layout = layout(p, fm)
+	}
 	r, err := newFileRunPlan(p, fm, nil, s.funcs)
 	if err != nil {
 		return nil, err
@@ -215,12 +241,23 @@ func (s *Session) bind(h *sessHist) error {
 		if err != nil {
 			return err
 		}
-		if v.Expr.Name == "common_stacktrace" || v.Expr.Name == "ustacktrace" {
-			return spec.Errorf(v.Expr.Off, v.Expr.End, "a stack variable needs a live hist: a trace.dat's records hold no stacks")
+		if (v.Expr.Name == "common_stacktrace" || v.Expr.Name == "ustacktrace") && v.Expr.Op == 0 && v.Expr.Ref == nil {
+			if !s.live {
+				return spec.Errorf(v.Expr.Off, v.Expr.End, "a stack variable needs a live hist: a trace.dat's records hold no stacks")
+			}
+			if v.Expr.Name == "ustacktrace" {
+				return spec.Errorf(v.Expr.Off, v.Expr.End, "a user stack variable: not supported by gtrace").
+					WithHint("a variable holds the kernel stack, common_stacktrace")
+			}
 		}
 		h.vars[i].expr = e
 		h.vars[i].typ = s.typeOf(h, v.Expr)
 		h.vars[i].usecs, h.vars[i].stamp = s.units(h, v.Expr)
+	}
+	if !s.live {
+		if err := noStackKeys(h.run.plan); err != nil {
+			return err
+		}
 	}
 	for i, v := range h.run.plan.Vals {
 		if !v.Spec.HasRef() {
@@ -233,6 +270,9 @@ func (s *Session) bind(h *sessHist) error {
 		}
 		if e.kind == leafComm || (e.kind == leafField && e.field.Class != parse.ClassNumeric) || (e.kind == leafRef && h.refs[e.ref].h.vars[h.refs[e.ref].v].typ.str) {
 			return spec.Errorf(v.Spec.Off, v.Spec.End, "a string cannot be a value: values are summed")
+		}
+		if h.isStack(e) {
+			return spec.Errorf(v.Spec.Off, v.Spec.End, "a stack cannot be a value: values are summed")
 		}
 		h.run.plan.Vals[i].Signed = e.signed
 		h.vals = append(h.vals, e)
@@ -274,6 +314,9 @@ func (s *Session) expr(h *sessHist, f parse.HistField, top bool) (*sexpr, error)
 				o.kind == leafRef && h.refs[o.ref].h.vars[h.refs[o.ref].v].typ.str) && o.op == 0 {
 				return nil, spec.Errorf(f.Off, f.End, "string type can not be an operand in expression")
 			}
+			if o != nil && h.isStack(o) {
+				return nil, spec.Errorf(f.Off, f.End, "a stack cannot be an operand in an expression")
+			}
 		}
 		return e, nil
 	}
@@ -294,7 +337,7 @@ func (s *Session) expr(h *sessHist, f parse.HistField, top bool) (*sexpr, error)
 	case f.Name == "comm" || f.Name == "COMM" || f.Name == "common_comm":
 		return &sexpr{kind: leafComm}, nil
 	case f.Name == "common_stacktrace" || f.Name == "ustacktrace":
-		return &sexpr{kind: leafConst}, nil // refused by bind
+		return &sexpr{kind: leafStack}, nil // on records, refused by bind
 	}
 	fld := h.fm.Field(f.Name)
 	if fld == nil {
@@ -309,6 +352,12 @@ func (s *Session) expr(h *sessHist, f parse.HistField, top bool) (*sexpr, error)
 		return &sexpr{kind: leafField, field: fld}, nil
 	}
 	return nil, spec.Errorf(f.Off, f.End, "field %q (%s) cannot be a variable or an operand", f.Name, fldClass(fld))
+}
+
+// isStack reports whether x, an expression of h, is a stack: the
+// event's, or a reference to a stack variable.
+func (h *sessHist) isStack(x *sexpr) bool {
+	return x.op == 0 && (x.kind == leafStack || x.kind == leafRef && h.refs[x.ref].h.vars[h.refs[x.ref].v].typ.stack)
 }
 
 // units reports whether f is in microseconds and whether it is a time
@@ -346,6 +395,8 @@ func (s *Session) typeOf(h *sessHist, f parse.HistField) valType {
 		return valType{name: "int", size: 4, signed: true}
 	case f.Name == "comm" || f.Name == "COMM" || f.Name == "common_comm":
 		return valType{name: "char[16]", size: 16, str: true}
+	case f.Name == "common_stacktrace" || f.Name == "ustacktrace":
+		return stackType
 	}
 	if fld := h.fm.Field(f.Name); fld != nil && !f.Const && f.Name != "common_timestamp" {
 		return fieldType(fld)
@@ -480,8 +531,8 @@ func (s *Session) bindAction(h *sessHist, a *parse.HistAction) error {
 		}
 		// The kernel reads the variable through a reference of its own.
 		h.refs = append(h.refs, sessRef{h: h, v: act.track, self: true})
-		if h.vars[act.track].typ.str {
-			return spec.Errorf(varOff, varOff+1+len(a.Var), "%s of a string variable: not supported", a.Handler).
+		if t := h.vars[act.track].typ; t.str || t.stack {
+			return spec.Errorf(varOff, varOff+1+len(a.Var), "%s of a string or stack variable: not supported", a.Handler).
 				WithHint("watch a number")
 		}
 	}
@@ -529,6 +580,9 @@ func (s *Session) bindAction(h *sessHist, a *parse.HistAction) error {
 // field takes any string; else the same type name, or the same size and,
 // for numbers, signedness.
 func typeFits(f parse.SynthField, t valType) bool {
+	if t.stack || f.Kind == parse.SynthStack {
+		return t.stack && f.Kind == parse.SynthStack
+	}
 	if t.str != (f.Kind == parse.SynthString || f.Kind == parse.SynthDynString) {
 		return false
 	}

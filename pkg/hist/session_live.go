@@ -102,7 +102,7 @@ func newLiveSession(fs *tracefs.FS, cfg LiveConfig, rec *SessionRecording) (*Liv
 		}
 		sh = append(sh, SessionHist{Format: fm, Spec: h.Spec})
 	}
-	s, err := NewSession(sh, cfg.Synths, ksym.KernelFuncRange)
+	s, err := newSession(sh, cfg.Synths, ksym.KernelFuncRange, true)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,22 @@ func (ls *liveSession) layout(h *sessHist) (*bpfgen.HistLayout, error) {
 	for i, v := range h.vars {
 		sv := spec.Vars[i]
 		slot := bpfgen.VarSlot{Name: v.name, Kind: bpfgen.VarNumber, Off: off, Size: 8}
-		if v.typ.str {
+		switch {
+		case v.typ.stack:
+			slot.Kind, slot.Size = bpfgen.VarFrames, bpfgen.FramesSize
+			switch x := v.expr; {
+			case x.kind == leafStack && h.fm.System == parse.SynthSystem:
+				return nil, spec.Errorf(sv.Expr.Off, sv.Expr.End, "the stack of a synthetic event: not supported by a live hist").
+					WithHint("a live hist takes the stack of the event that emits it: pass it to the synthetic event in an unsigned long[] field")
+			case x.kind == leafStack:
+				slot.Skip = bpfgen.StackSkip(h.fm.System, h.fm.Name)
+			case h.refs[x.ref].self:
+				return nil, spec.Errorf(sv.Expr.Off, sv.Expr.End, "a live hist's stack variable reads the references of its event, not its own variables").
+					WithHint("copy the stack variable of another hist")
+			default:
+				slot.FromRef = true // its reference's index: lowerExprs
+			}
+		case v.typ.str:
 			x := v.expr
 			if x.op != 0 || x.kind != leafField {
 				return nil, spec.Errorf(sv.Expr.Off, sv.Expr.End, "a string variable of %s in a live hist: not supported by gtrace", stringWhat(h, x)).
@@ -310,6 +325,9 @@ func (ls *liveSession) lowerExprs(h *sessHist, l *bpfgen.HistLayout) error {
 	ls.refs = append(ls.refs, refs)
 	spec := h.spec
 	for i := range h.vars {
+		if l.Vars[i].FromRef {
+			l.Vars[i].Ref = refs[h.vars[i].expr.ref]
+		}
 		if l.Vars[i].Kind != bpfgen.VarNumber {
 			continue
 		}
@@ -449,16 +467,13 @@ func (ls *liveSession) synthAction(h *sessHist, a *sessAction, depth int) (bpfge
 	refs := ls.refs[i]
 	sa := &bpfgen.SynthAction{Format: a.synth.fm}
 	for j, p := range a.params {
-		f := a.synth.def.Fields[j]
 		pa := a.a.Params[j]
 		var sp bpfgen.SynthParam
 		switch {
-		case f.Kind == parse.SynthStack:
-			return nil, spec.Errorf(pa.Off, pa.End, "a stack field of a synthetic event in a live hist: not supported by gtrace")
 		case p.ref >= 0 && h.refs[p.ref].self:
 			r := h.refs[p.ref]
-			if p.typ.str {
-				if ls.layouts[i].Vars[r.v].Kind != bpfgen.VarString {
+			if p.typ.str || p.typ.stack {
+				if k := ls.layouts[i].Vars[r.v].Kind; k != bpfgen.VarString && k != bpfgen.VarFrames {
 					return nil, spec.Errorf(pa.Off, pa.End, "this string cannot be passed to a synthetic event by a live hist")
 				}
 				sp = bpfgen.SynthParam{Src: bpfgen.ParamVar, Index: r.v}
@@ -466,7 +481,7 @@ func (ls *liveSession) synthAction(h *sessHist, a *sessAction, depth int) (bpfge
 				sp = bpfgen.SynthParam{Src: bpfgen.ParamNumber, Expr: &bpfgen.Expr{Src: bpfgen.SrcVar, Var: r.v}}
 			}
 		case p.ref >= 0:
-			if p.typ.str {
+			if p.typ.str || p.typ.stack {
 				sp = bpfgen.SynthParam{Src: bpfgen.ParamRef, Index: refs[p.ref]}
 			} else {
 				sp = bpfgen.SynthParam{Src: bpfgen.ParamNumber, Expr: &bpfgen.Expr{Src: bpfgen.SrcRef, Ref: refs[p.ref]}}

@@ -74,8 +74,22 @@ func TestSessionLiveErrors(t *testing.T) {
 		{[]string{"loop pid_t v"}, []string{"sched:sched_waking hist:keys=pid:x=pid:onmatch(sched.sched_waking).loop($x)",
 			"synthetic:loop hist:keys=v:w=v:onmatch(synthetic.loop).loop($w)"},
 			"synthetic events nest more than 3 deep: not supported by a live hist", "onmatch(synthetic.loop).loop($w)"},
+		{[]string{blockLatDef}, []string{blockLat[0], "sched:sched_switch hist:keys=prev_pid:delta=common_timestamp.usecs-$ts,s=$st:onmax($s).trace(block_lat,prev_pid,$delta,$s)"},
+			"onmax of a string or stack variable: not supported", "$s"},
+		{[]string{blockLatDef}, []string{blockLat[0], "sched:sched_switch hist:keys=prev_pid:delta=common_timestamp.usecs-$ts:onmax($delta).trace(block_lat,prev_pid,$delta,$delta)"},
+			"param type doesn't match synthetic event field type", "$delta"},
+		{[]string{blockLatDef}, []string{blockLat[0], "sched:sched_switch hist:keys=prev_pid:delta=common_timestamp.usecs-$ts,s=$st:onmax($delta).trace(block_lat,prev_pid,$s,$s)"},
+			"param type doesn't match synthetic event field type", "$s"},
+		{nil, []string{blockLat[0], "sched:sched_switch hist:keys=prev_pid:x=$st+1"},
+			"a stack cannot be an operand in an expression", "$st+1"},
+		{nil, []string{"sched:sched_switch hist:keys=next_pid:u=ustacktrace"},
+			"a user stack variable: not supported by gtrace", "ustacktrace"},
+		{nil, []string{"sched:sched_switch hist:keys=ustacktrace:ts=common_timestamp"},
+			"a user stack key in an inter-event session: not supported by gtrace", "ustacktrace"},
+		{[]string{blockLatDef}, []string{"synthetic:block_lat hist:keys=pid:st=common_stacktrace"},
+			"the stack of a synthetic event: not supported by a live hist", "common_stacktrace"},
 	} {
-		s, err := newTestSession(t, c.synth, c.hists)
+		s, err := newTestSessionFor(t, c.synth, c.hists, true)
 		if err == nil {
 			_, err = s.compileLive(sessionLiveOptions{})
 		}
@@ -87,5 +101,78 @@ func TestSessionLiveErrors(t *testing.T) {
 		if pe.Msg != c.msg || pe.Src[pe.Off:pe.End] != c.token {
 			t.Errorf("%v:\ngot  %q at %q\nwant %q at %q", c.hists, pe.Msg, pe.Src[pe.Off:pe.End], c.msg, c.token)
 		}
+	}
+}
+
+// blockLat is the kernel's example of a stack passed through a
+// synthetic event (Documentation/trace/histogram.rst).
+var blockLat = []string{
+	"sched:sched_switch hist:keys=next_pid:ts=common_timestamp.usecs,st=common_stacktrace if prev_state == 2",
+	"sched:sched_switch hist:keys=prev_pid:delta=common_timestamp.usecs-$ts,s=$st:onmax($delta).trace(block_lat,prev_pid,$delta,$s)",
+	"synthetic:block_lat hist:keys=delta.buckets=100,stack.stacktrace:sort=delta",
+}
+
+const blockLatDef = "block_lat pid_t pid; u64 delta; unsigned long[] stack;"
+
+// TestSessionLiveStack binds the kernel's example live and lowers it: a
+// frames variable of the event's stack, one copied from its reference,
+// passed to the synthetic event's stack field, a frames key on it; over
+// records, the stack variable is refused with the caret on it.
+func TestSessionLiveStack(t *testing.T) {
+	s, err := newTestSessionFor(t, []string{blockLatDef}, blockLat, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.compileLive(sessionLiveOptions{gate: bpfgen.Gate{ExcludeTGID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, sv := ls.layouts[0].Vars[1], ls.layouts[1].Vars[1]
+	if st.Kind != bpfgen.VarFrames || st.FromRef || st.Skip != bpfgen.StackSkip("sched", "sched_switch") || st.Size != bpfgen.FramesSize {
+		t.Errorf("st: %+v, want the frames of the event's stack", st)
+	}
+	if sv.Kind != bpfgen.VarFrames || !sv.FromRef || ls.layouts[1].Refs[sv.Ref].Var != 1 {
+		t.Errorf("s: %+v, want the frames of its reference to st", sv)
+	}
+	if k := ls.layouts[2].Keys[1]; !k.Frames() || k.Field.Name != "stack" {
+		t.Errorf("the synthetic hist's second key %+v, want the frames of field stack", k)
+	}
+	if ls.program.Collection.Maps[bpfgen.StacksMapName] != nil {
+		t.Error("a stack map: frames variables and keys need none")
+	}
+	if len(ls.progs) != 1 {
+		t.Errorf("%d programs, want the one of sched_switch", len(ls.progs))
+	}
+
+	_, err = newTestSessionFor(t, []string{blockLatDef}, blockLat, false)
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Msg != "a stack variable needs a live hist: a trace.dat's records hold no stacks" || pe.Src[pe.Off:pe.End] != "common_stacktrace" {
+		t.Errorf("over records: %v, want the stack variable refused", err)
+	}
+}
+
+// TestSessionLiveStackKey: a live session's common_stacktrace key is
+// its frames, as the synthetic event's stack field's; over records it is
+// refused.
+func TestSessionLiveStackKey(t *testing.T) {
+	hists := []string{
+		"sched:sched_switch hist:keys=common_stacktrace:ts=common_timestamp.usecs",
+		"sched:sched_waking hist:keys=common_stacktrace:lat=common_timestamp.usecs-$ts",
+	}
+	s, err := newTestSessionFor(t, nil, hists, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.compileLive(sessionLiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := ls.layouts[0].Keys[0]; !k.Frames() || k.Src != bpfgen.SrcStack || ls.layouts[0].KeySize != bpfgen.FramesSize {
+		t.Errorf("key %+v, want the event's stack's frames", k)
+	}
+	_, err = newTestSessionFor(t, nil, hists, false)
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Src[pe.Off:pe.End] != "common_stacktrace" || !strings.Contains(pe.Msg, "a stack key needs a live hist") {
+		t.Errorf("over records: %v, want the stack key refused", err)
 	}
 }

@@ -261,12 +261,7 @@ func (h *sessHist) decodeKeys(key []byte) []KeyValue {
 	l := h.run.plan.Layout
 	kv := make([]KeyValue, len(l.Keys))
 	for i, sl := range l.Keys {
-		b := key[sl.Off : sl.Off+sl.Size]
-		if h.run.plan.Keys[i].Kind == KeyString {
-			kv[i].Str = cString(b)
-		} else {
-			kv[i].Num = binary.LittleEndian.Uint64(b)
-		}
+		kv[i] = h.run.plan.Keys[i].decode(key[sl.Off : sl.Off+sl.Size])
 	}
 	return kv
 }

@@ -53,6 +53,13 @@ func sessRecord(tb testing.TB, r sessRec) []byte {
 // definitions, the formats of real events from internal/testutil.
 func newTestSession(tb testing.TB, synth []string, hists []string) (*Session, error) {
 	tb.Helper()
+	return newTestSessionFor(tb, synth, hists, false)
+}
+
+// newTestSessionFor is newTestSession for records (live false) or for
+// BPF.
+func newTestSessionFor(tb testing.TB, synth []string, hists []string, live bool) (*Session, error) {
+	tb.Helper()
 	var defs []SynthEvent
 	for i, src := range synth {
 		d, err := parse.ParseSynth("--synth", src)
@@ -79,7 +86,7 @@ func newTestSession(tb testing.TB, synth []string, hists []string) (*Session, er
 		}
 		hs = append(hs, SessionHist{Format: fm, Spec: spec})
 	}
-	return NewSession(hs, defs, nil)
+	return newSession(hs, defs, nil, live)
 }
 
 // sessionText runs the session over recs and returns its hists as text.

@@ -19,8 +19,13 @@ const (
 type Key struct {
 	Spec   parse.HistField // as parsed: name, modifier, buckets
 	Kind   KeyKind
-	Signed bool         // the source field or expression is signed: its numbers print signed
-	User   bool         // KeyStack: the user stack (ustacktrace), not the kernel's
+	Signed bool // the source field or expression is signed: its numbers print signed
+	User   bool // KeyStack: the user stack (ustacktrace), not the kernel's
+	// Frames: a KeyStack whose key bytes are the stack's frames
+	// (bpfgen.FramesSize), not its id in a stack map: a synthetic
+	// event's stack field (NAME.stacktrace), a live session's
+	// common_stacktrace.
+	Frames bool
 	Expr   *bpfgen.Expr // common_timestamp or an expression: how the number is computed
 }
 

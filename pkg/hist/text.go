@@ -147,6 +147,11 @@ func appendKeysText(b []byte, p *Plan, keys []KeyValue, comm string, r Resolver)
 		k := &p.Keys[i]
 		b = append(b, k.Spec.Name...)
 		if k.Kind == KeyStack {
+			if k.Spec.Mod == parse.ModStacktrace {
+				// Not the kernel's, which glues the first frame onto
+				// "NAME.stacktrace" (grammar §12.12): as common_stacktrace.
+				b = append(b, ".stacktrace"...)
+			}
 			b = appendStackText(b, keys[i].Stack, r)
 			multiline = true
 			continue

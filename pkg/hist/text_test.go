@@ -234,6 +234,17 @@ func goldenCases(tb testing.TB) []goldenCase {
 					entry(2, "", keys(KeyValue{Num: 7, Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81300020})}, num(42))),
 				},
 			}),
+		// The kernel's example of a synthetic event's stack field as a
+		// key (histogram.rst): "stack.stacktrace:" and a newline, as
+		// common_stacktrace, not the kernel's first frame glued on.
+		one("synth_stack", "hist:keys=delta.buckets=100,stack.stacktrace:vals=hitcount:sort=delta.buckets=100:size=2048 [active]",
+			&Table{
+				Plan: plan("synthetic:block_lat", []Key{bucketsKey("delta", 100), {Spec: fld("stack", parse.ModStacktrace), Kind: KeyStack, Frames: true}}, none, asc("delta")),
+				Entries: []Entry{
+					entry(4, "", keys(num(0), KeyValue{Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81300020, 0, 0})})),
+					entry(1, "", keys(num(100), KeyValue{Stack: NewStack([]uint64{0xffffffff8120010b, 0xffffffff81400030})})),
+				},
+			}),
 		one("string", "hist:keys=child_comm,child_pid:vals=hitcount:sort=hitcount:size=2048 [active]",
 			&Table{
 				Plan: plan("sched:sched_process_fork", []Key{strKey("child_comm"), sgnKey("child_pid", parse.ModNone)}, none),

@@ -78,6 +78,11 @@ func oracle(t *testing.T, kernel, cases string) {
 // glued together.
 var snapshotGlued = regexp.MustCompile(`(triggering value \{[^}]*\}: +\d+)\ttriggered by`)
 
+// stackGlued is a NAME.stacktrace key with the kernel's first frame on
+// its line (grammar §12.12): gtrace prints "NAME.stacktrace:" and the
+// frame on the next line, as common_stacktrace.
+var stackGlued = regexp.MustCompile(`(\w\.stacktrace)( {9}\S)`)
+
 func check(t *testing.T, c *Case) {
 	if c.Skip != "" {
 		t.Skip(c.Skip)
@@ -172,6 +177,7 @@ func check(t *testing.T, c *Case) {
 		// The kernel's snapshot block has no newline before "triggered
 		// by" (grammar §12.13); gtrace prints one.
 		kernel = snapshotGlued.ReplaceAllString(kernel, "$1\n\ttriggered by")
+		kernel = stackGlued.ReplaceAllString(kernel, "$1:\n$2")
 	}
 	err := CompareHist(kernel, c.Gtrace.Stdout)
 	if strings.HasPrefix(c.Name, "selftest-") {
