@@ -162,11 +162,9 @@ func signalsOf(t *testing.T, file string) []int {
 }
 
 // TestPrivilegedRecordSessionSnapshotSyscall: the same on a system call
-// event, which a recording would take from the raw tracepoint sys_enter:
-// with a snapshot() in the session it records it from its classic
-// tracepoint, so that the session's mark follows the record. Writes of
-// 1..12 bytes, v=count/4: a new max at 4, 8 and 12 bytes, 3 snapshots,
-// each ending with the write that set it.
+// event and a variable that is an expression: writes of 1..12 bytes,
+// v=count/4, a new max at 4, 8 and 12 bytes, 3 snapshots, each ending
+// with the write that set it.
 func TestPrivilegedRecordSessionSnapshotSyscall(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()

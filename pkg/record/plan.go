@@ -588,6 +588,9 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	if p.session != nil {
 		fmt.Fprintf(w, "# an inter-event session of %s, one collection sharing the recording's switch and rings, printed at the end:\n", plural(len(p.session), "hist trigger"))
+		if p.Snapshots && hist.HasSnapshot(p.session) {
+			fmt.Fprintf(w, "# its snapshot() actions write FILE.snapshot-N.dat, each ending with the event that fired it: every event recorded from its classic tracepoint, before the session's programs\n")
+		}
 		return p.histJob.Describe(w)
 	}
 	fmt.Fprintf(w, "# %s, counted whether tracing is on or off, printed at the end:\n", plural(len(p.hists), "hist trigger"))
