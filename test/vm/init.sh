@@ -537,25 +537,27 @@ effect_case() {
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/enable"
 	done
-	# With a snapshot trigger, what is compared is the snapshot: the
-	# kernel's snapshot buffer against gtrace's first snapshot file (the
-	# kernel's main buffer lost what the swap took; gtrace's file did not).
-	# A second swap (echo 1 >snapshot) brings the snapshot back into the
-	# main buffer, which trace-cmd extract reads (its -s takes a new
-	# snapshot first).
+	# The triggers go first: a hist's snapshot() holds the snapshot
+	# buffer (the kernel refuses a write to snapshot while it is there).
+	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
+		echo "!$t" >>"$fdir/trigger" 2>/dev/null
+	done
+	# With a snapshot trigger (or a hist's snapshot()), what is compared
+	# is the snapshot: the kernel's snapshot buffer against gtrace's
+	# first snapshot file (the kernel's main buffer lost what the swap
+	# took; gtrace's file did not). A second swap (echo 1 >snapshot)
+	# brings the snapshot back into the main buffer, which trace-cmd
+	# extract reads (its -s takes a new snapshot first).
 	snap=
-	if grep -q '^snapshot' /tmp/l.list; then
+	if grep -q -e '^snapshot' -e 'snapshot()' /tmp/l.list; then
 		snap=1
-		echo 1 >$T/snapshot
+		echo 1 >$T/snapshot 2>>/tmp/k.err || krc=1
 	fi
 	if [ $krc = 0 ]; then
 		trace-cmd extract -o /tmp/k.dat >>/tmp/k.err 2>&1 &&
 			trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
 		krc=$?
 	fi
-	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
-		echo "!$t" >>"$fdir/trigger" 2>/dev/null
-	done
 	[ -z "$snap" ] || echo 0 >$T/snapshot
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/filter"
