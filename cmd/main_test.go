@@ -59,7 +59,9 @@ func TestMain(m *testing.M) {
 // for noPID, then waits for goOnEnv's file), "getpgid-cpus N" (N getpgid
 // calls for noPID on each CPU), "write N" (writes of 1..N bytes to fd
 // 100), "write-getppid N" (each write followed by a getppid), "lines N" (N numbered lines to fd 1 and to fd 2, both
-// /dev/null), "nanosleep N" (N sleeps of 1 µs), "sleeps N MS" (N sleeps of MS ms), "exec PROGRAM N", "exit
+// /dev/null), "nanosleep N" (N sleeps of 1 µs), "sleeps N MS" (N sleeps of MS ms),
+// "signals N" (the first N signals of signalOrder, ignored, sent to itself:
+// hist_snapshot_live_test.go), "exec PROGRAM N", "exit
 // N", the process trees of --follow (follow_live_test.go),
 // "filter-matrix CPU" (filter_matrix_live_test.go) or "main ARGS..."
 // (gtrace itself, as main.go runs it; the arguments are those of argsEnv
@@ -235,6 +237,8 @@ func runWorkload(w string) int {
 			}
 			syscall.Close(fd)
 		}
+	case "signals":
+		return signalsWorkload(n)
 	case "exit":
 		return n
 	case "exec":

@@ -68,7 +68,8 @@ stacktrace writes the kernel stack after the event (trace-cmd report's
 --user-stack adds the user stack. A snapshot writes, on each firing,
 the last records of every CPU up to it (as many bytes as -b) as a
 trace.dat of its own, FILE.snapshot-N.dat (FILE without .dat), as the
-kernel's snapshot buffer would hold them; --snapshot records into that
+kernel's snapshot buffer would hold them; so does a hist's snapshot()
+action (onmax($v).snapshot()), at each new max. --snapshot records into that
 flight recorder only, and writes what it holds at the end to FILE. The filter language is the kernel's (== != < <= > >= & ~ on
 fields, && || ! and parentheses).
 
@@ -154,6 +155,10 @@ fork and free events keep the set in a map of 65536 entries. Without
   # a flight recorder: the last 1 MiB of each CPU's context switches, written
   # to trace.dat at Ctrl-C, and to trace.snapshot-1.dat when a task segfaults
   gtrace record --snapshot -b 1024 -e sched:sched_switch -e signal:signal_deliver -R 'snapshot:1 if sig == 11'
+
+  # a snapshot at each new longest write of ./app: trace.snapshot-N.dat ends with that write
+  gtrace record -e syscalls:sys_enter_write -R 'hist:keys=common_pid:n=count:onmax($n).snapshot()' -- ./app
+
   # record the getppid calls of ./app, and print a hist of them per process at the end
   gtrace record -e syscalls:sys_enter_getppid -R 'hist:keys=common_pid.execname' -- ./app
 

@@ -445,6 +445,10 @@ func (ls *liveSession) histAction(h *sessHist, depth int) (bpfgen.Action, error)
 			t := bpfgen.NewTriggeringAction(sessTrig(i), l.KeySize)
 			t.Compare, t.Track = true, l.Tracks[ls.tracks[i][j]].Kind
 			acts = []bpfgen.Action{t}
+			if ls.rec != nil && ls.rec.Snapshots {
+				// The recording's flight recorder writes the snapshot.
+				acts = append(acts, bpfgen.NewSnapshotAction(ls.rec.Spec))
+			}
 		}
 		if t := ls.tracks[i][j]; t >= 0 {
 			ha.OnTrack[t] = acts

@@ -23,6 +23,24 @@ type SessionRecording struct {
 	// Record names the synthetic events recorded (-e synthetic:NAME),
 	// each with its -f (nil: every one).
 	Record map[string]*parse.BoundFilter
+	// Snapshots marks each firing of a snapshot() action in the
+	// recording's batches, as a snapshot trigger's, so that the
+	// recording's flight recorder writes FILE.snapshot-N.dat; without
+	// it, a snapshot() only remembers its triggering value and key.
+	Snapshots bool
+}
+
+// HasSnapshot reports whether some hist of hists has a snapshot()
+// action (onmax($v).snapshot(), onchange($v).snapshot()).
+func HasSnapshot(hists []EventHist) bool {
+	for _, h := range hists {
+		for _, a := range h.Spec.Actions {
+			if a.Kind == parse.ActSnapshot {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewRecordingSession binds the hist triggers of a recording, cfg.Hists

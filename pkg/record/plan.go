@@ -75,7 +75,8 @@ type Options struct {
 	UserStack bool
 	// Snapshots lets the events' snapshot triggers run, for an output
 	// that keeps the last records of each CPU (Flight); without it a
-	// snapshot trigger is refused.
+	// snapshot trigger is refused. With it, an inter-event session's
+	// snapshot() actions take snapshots too.
 	Snapshots bool
 	// HistOut is where the hists of the hist triggers print when the
 	// session stops, in HistFormat (hist.Write's formats; "": text).
@@ -145,7 +146,8 @@ type Plan struct {
 	// Stacks are the formats of ftrace:kernel_stack, and user_stack,
 	// when some event has a stacktrace trigger: the file needs them.
 	Stacks []*Event
-	// Snapshots says that some event has a snapshot trigger: the
+	// Snapshots says that some event has a snapshot trigger, or a hist
+	// of the session a snapshot() action: the
 	// recording streams (every record reaches its ring at once, and the
 	// marks of the firings with them) into a Flight.
 	Snapshots bool
@@ -302,9 +304,14 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 	for _, h := range p.hists {
 		spec.Hists = append(spec.Hists, h.spec.Pause)
 	}
+	// A snapshot() of the session marks its firing from the session's
+	// program, on the event's classic tracepoint: the event's record
+	// comes first, and is in the snapshot, only when the recording's
+	// program is on that tracepoint too, attached before the session's.
+	sessionSnaps := o.Snapshots && hist.HasSnapshot(p.session)
 	if !o.Classic {
 		spec.Shared = true
-		if needDirect(p.Events) {
+		if needDirect(p.Events) && !sessionSnaps {
 			spec.Direct = probe.DirectOptions()
 			p.NoBTF = spec.Direct == nil
 		}
@@ -332,7 +339,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		return nil, fmt.Errorf("--user-stack adds the user stack to the kernel stacks of a stacktrace trigger, and there is none: give one, -R stacktrace")
 	}
 	snaps, has := p.snapshotTriggers()
-	if has {
+	if has || sessionSnaps {
 		spec.Stream, p.Snapshots = true, true
 	}
 	for i, ev := range p.Events {
@@ -584,6 +591,9 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	if p.session != nil {
 		fmt.Fprintf(w, "# an inter-event session of %s, one collection sharing the recording's switch and rings, printed at the end:\n", plural(len(p.session), "hist trigger"))
+		if p.Snapshots && hist.HasSnapshot(p.session) {
+			fmt.Fprintf(w, "# its snapshot() actions write FILE.snapshot-N.dat, each ending with the event that fired it: every event recorded from its classic tracepoint, before the session's programs\n")
+		}
 		return p.histJob.Describe(w)
 	}
 	fmt.Fprintf(w, "# %s, counted whether tracing is on or off, printed at the end:\n", plural(len(p.hists), "hist trigger"))

@@ -203,15 +203,6 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 			}
 		}()
 	}
-	if p.session != nil {
-		// An inter-event session records its synthetic events into
-		// the rings: it runs once they are read.
-		if err = p.histJob.AttachTo(s.objs); err != nil {
-			s.stopReaders()
-			return nil, err
-		}
-		s.hists = p.histJob
-	}
 	// The comm program names every task that leaves a CPU, and every
 	// task that exits, before its parent can reap it (gone from /proc
 	// then) and before its last switch: a live output that looks a pid
@@ -247,6 +238,19 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 	if attached == 0 {
 		s.stopReaders()
 		return nil, fmt.Errorf("none of the %d events could be attached", len(p.Events))
+	}
+	if p.session != nil {
+		// An inter-event session records its synthetic events into
+		// the rings: it runs once they are read. It is attached after
+		// the recording's programs, so that on an event that both
+		// trace through the same hook (the classic tracepoint), the
+		// event's record comes before the mark of a snapshot() it
+		// fires: the snapshot ends with the event.
+		if err = p.histJob.AttachTo(s.objs); err != nil {
+			s.stopReaders()
+			return nil, err
+		}
+		s.hists = p.histJob
 	}
 	s.events, s.progs = attached, len(p.Program.Collection.Programs)
 	return s, nil

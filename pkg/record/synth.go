@@ -109,7 +109,7 @@ func (p *Plan) sessionHists(fs *tracefs.FS, o *Options, spec *bpfgen.RecordSpec)
 		// With --follow, Start gives the hists the processes followed.
 		cfg.PIDs = o.PIDs
 	}
-	rec := &hist.SessionRecording{Program: p.Program, Spec: spec, Record: map[string]*parse.BoundFilter{}}
+	rec := &hist.SessionRecording{Program: p.Program, Spec: spec, Record: map[string]*parse.BoundFilter{}, Snapshots: p.Snapshots}
 	for _, ev := range p.Synth {
 		rec.Record[ev.Format.Name] = ev.Filter
 	}

@@ -210,6 +210,74 @@ live_case() {
 	live=
 }
 
+# concurrent_case: TRIGGER "session-concurrent DEF ,, DEF ## T1 ;; T2 ...":
+# a session case run live on both sides at once: the kernel's definitions
+# and triggers are installed, and the workload runs once, under gtrace
+# hist --synth DEF... -e EVENT -R Ti... -- vmload, which releases it once
+# its programs are attached; the kernel's hists and gtrace's saw the same
+# events. Both filter to the workload's pid: the kernel sees gtrace's
+# threads too, and gtrace leaves itself out.
+# gtrace refuses a --synth of a synthetic event the kernel has, so its
+# synthetic events are g_NAME, and its output is given the kernel's names
+# back (its trigger info lines name them).
+concurrent_case() {
+	concurrent=1
+	session_case
+	concurrent=
+}
+
+# gsynth SED: the sed script that names each synthetic event NAME of
+# /tmp/s.defs g_NAME (SED to) or back (SED back).
+gsynth() {
+	while read -r d; do
+		n=$(trim "$d")
+		n=${n%% *}
+		[ -n "$n" ] || continue
+		if [ "$1" = to ]; then
+			echo "s/^$n /g_$n /; s/^synthetic:$n /synthetic:g_$n /; s/\.$n(/.g_$n(/g; s/trace($n,/trace(g_$n,/g"
+		else
+			echo "s/\.g_$n(/.$n(/g; s/trace(g_$n,/trace($n,/g"
+		fi
+	done </tmp/s.defs
+}
+
+# session_gtrace ARGS...: gtrace hist -q ARGS with the session's --synth
+# DEF (/tmp/s.defs) and -e EVENT -R Ti (/tmp/m.list), then -- $gcmd when
+# gcmd is set (run again while it exits 75: a thread took $PID), to
+# /tmp/g.out and /tmp/g.err, its status in grc.
+session_gtrace() {
+	defs=/tmp/s.defs list=/tmp/m.list
+	if [ -n "$concurrent" ]; then
+		gsynth to >/tmp/g.sed
+		sed 's/^ *//' /tmp/s.defs | sed -f /tmp/g.sed >/tmp/g.defs
+		sed -f /tmp/g.sed /tmp/m.list >/tmp/g.list
+		defs=/tmp/g.defs list=/tmp/g.list
+	fi
+	while read -r d; do
+		d=$(trim "$d")
+		[ -n "$d" ] && set -- "$@" --synth "$d"
+	done <$defs
+	while read -r e t; do
+		set -- "$@" -e "$e" -R "$t"
+	done <$list
+	if [ -z "$gcmd" ]; then
+		gtrace hist -q "$@" >/tmp/g.out 2>/tmp/g.err
+		grc=$?
+		return
+	fi
+	for try in 1 2 3; do
+		# shellcheck disable=SC2086 # gcmd is words
+		gtrace hist -q "$@" -- $gcmd >/tmp/g.out 2>/tmp/g.err
+		grc=$?
+		[ $grc = 75 ] || break
+	done
+	if [ -n "$concurrent" ]; then
+		gsynth back >/tmp/g.sed
+		sed -f /tmp/g.sed /tmp/g.out >/tmp/g.back
+		mv /tmp/g.back /tmp/g.out
+	fi
+}
+
 # session_case: TRIGGER "session DEF ,, DEF ## T1 ;; T2 ...": inter-event
 # hists. The kernel: the definitions appended to synthetic_events, the
 # i-th Ti to the trigger file of the i-th word of EVENT (synthetic:NAME
@@ -225,6 +293,7 @@ live_case() {
 session_case() {
 	rest=${trig#session}
 	rest=${rest#-live}
+	rest=${rest#-concurrent}
 	echo "${rest%%##*}" | sed 's/ ,, /\n/g' >/tmp/s.defs
 	rest="${rest#*##} ;;"
 	: >/tmp/k.out
@@ -268,7 +337,12 @@ session_case() {
 	if [ $krc = 0 ]; then
 		# shellcheck disable=SC2086 # ops are words
 		for try in 1 2 3; do
-			if [ -n "$live" ]; then
+			if [ -n "$concurrent" ]; then
+				gcmd="vmload -pid $PID $ops"
+				session_gtrace
+				krc=$grc # the workload's status: gtrace exits with it
+				break
+			elif [ -n "$live" ]; then
 				vmload -pid $PID $ops >>/tmp/k.err 2>&1
 			else
 				trace-cmd record -q -C mono "$@" -o /tmp/k.dat vmload -pid $PID $ops >>/tmp/k.err 2>&1
@@ -288,25 +362,12 @@ session_case() {
 	emit KERNEL $krc /tmp/k.out
 	emit KERNEL-STDERR 0 /tmp/k.err
 
-	set --
-	[ -n "$live" ] || set -- -i /tmp/k.dat
-	while read -r d; do
-		d=$(trim "$d")
-		[ -n "$d" ] && set -- "$@" --synth "$d"
-	done </tmp/s.defs
-	while read -r e t; do
-		set -- "$@" -e "$e" -R "$t"
-	done </tmp/m.list
 	if [ -n "$live" ]; then
-		# shellcheck disable=SC2086 # ops are words
-		for try in 1 2 3; do
-			gtrace hist -q "$@" -- vmload -pid $PID $ops >/tmp/g.out 2>/tmp/g.err
-			grc=$?
-			[ $grc = 75 ] || break
-		done
-	else
-		gtrace hist -q "$@" >/tmp/g.out 2>/tmp/g.err
-		grc=$?
+		gcmd="vmload -pid $PID $ops"
+		session_gtrace
+	elif [ -z "$concurrent" ]; then
+		gcmd=
+		session_gtrace -i /tmp/k.dat
 	fi
 	echo "=== GTRACE-TIME uptime=$(up)"
 	emit GTRACE $grc /tmp/g.out
@@ -517,25 +578,27 @@ effect_case() {
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/enable"
 	done
-	# With a snapshot trigger, what is compared is the snapshot: the
-	# kernel's snapshot buffer against gtrace's first snapshot file (the
-	# kernel's main buffer lost what the swap took; gtrace's file did not).
-	# A second swap (echo 1 >snapshot) brings the snapshot back into the
-	# main buffer, which trace-cmd extract reads (its -s takes a new
-	# snapshot first).
+	# The triggers go first: a hist's snapshot() holds the snapshot
+	# buffer (the kernel refuses a write to snapshot while it is there).
+	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
+		echo "!$t" >>"$fdir/trigger" 2>/dev/null
+	done
+	# With a snapshot trigger (or a hist's snapshot()), what is compared
+	# is the snapshot: the kernel's snapshot buffer against gtrace's
+	# first snapshot file (the kernel's main buffer lost what the swap
+	# took; gtrace's file did not). A second swap (echo 1 >snapshot)
+	# brings the snapshot back into the main buffer, which trace-cmd
+	# extract reads (its -s takes a new snapshot first).
 	snap=
-	if grep -q '^snapshot' /tmp/l.list; then
+	if grep -q -e '^snapshot' -e 'snapshot()' /tmp/l.list; then
 		snap=1
-		echo 1 >$T/snapshot
+		echo 1 >$T/snapshot 2>>/tmp/k.err || krc=1
 	fi
 	if [ $krc = 0 ]; then
 		trace-cmd extract -o /tmp/k.dat >>/tmp/k.err 2>&1 &&
 			trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
 		krc=$?
 	fi
-	sed -n '1!G;h;$p' /tmp/l.list | while IFS= read -r t; do
-		echo "!$t" >>"$fdir/trigger" 2>/dev/null
-	done
 	[ -z "$snap" ] || echo 0 >$T/snapshot
 	for e in $event; do
 		echo 0 >"$T/events/${e%%:*}/${e#*:}/filter"
@@ -689,7 +752,7 @@ while IFS='|' read -r name event trig ops min; do
 	fi
 	trig=$(echo "$trig" | sed "s/\\\$PID/$PID/g")
 	kind=hist
-	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; kprobe*) kind=kprobe ;; sql*) kind=sql ;; session-live*) kind=live ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
+	case $trig in record*) kind=record ;; plan*) kind=plan ;; synth*) kind=synth ;; kprobe*) kind=kprobe ;; sql*) kind=sql ;; session-live*) kind=live ;; session-concurrent*) kind=concurrent ;; session*) kind=session ;; list*) kind=list ;; effect*) kind=effect ;; *';;'*) kind=multi ;; esac
 	echo "=== CASE $name uptime=$(up) kind=$kind"
 	dir=$T/events/${event%%:*}/${event#*:}
 	case $name in nobtf-*)

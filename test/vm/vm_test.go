@@ -173,7 +173,7 @@ func check(t *testing.T, c *Case) {
 		t.Fatalf("the kernel printed no hist:\n%s", c.Kernel.Stdout)
 	}
 	kernel := c.Kernel.Stdout
-	if c.Kind == "session" || c.Kind == "live" {
+	if c.Kind == "session" || c.Kind == "live" || c.Kind == "concurrent" {
 		// The kernel's snapshot block has no newline before "triggered
 		// by" (grammar §12.13); gtrace prints one.
 		kernel = snapshotGlued.ReplaceAllString(kernel, "$1\n\ttriggered by")
