@@ -196,22 +196,6 @@ func (p *Probe) emitCallerRet(b *Builder, tmp int16) {
 // bpf_get_func_ip gives it: the fentry call's, less an ENDBR64 just
 // before it. Clobbers R1-R6.
 func (p *Probe) emitFuncStart(b *Builder, tmp int16) {
-	plain := b.Label("no_endbr")
 	p.emitCallSite(b, tmp)
-	b.Emit(
-		asm.Mov.Reg(asm.R6, asm.R0),
-		asm.StoreImm(asm.R10, tmp, 0, asm.Word),
-		asm.Mov.Reg(asm.R1, asm.R10),
-		asm.Add.Imm(asm.R1, int32(tmp)),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.Mov.Reg(asm.R3, asm.R6),
-		asm.Add.Imm(asm.R3, -4),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R1, asm.R10, tmp, asm.Word),
-		asm.LoadImm(asm.R2, endbr64, asm.DWord),
-		asm.JNE.Reg(asm.R1, asm.R2, plain),
-		asm.Add.Imm(asm.R6, -4),
-	)
-	b.Mark(plain)
-	b.Emit(asm.Mov.Reg(asm.R0, asm.R6))
+	emitSkipEndbr(b, tmp, -4)
 }

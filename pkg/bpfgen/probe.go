@@ -468,6 +468,13 @@ const endbr64 = 0xfa1e0ff3
 // records that address, where bpf_get_func_ip gives the function's.
 // Clobbers R1-R6 and the word at R10+tmp.
 func (p *Probe) emitEndbr(b *Builder, tmp int16) {
+	emitSkipEndbr(b, tmp, 4)
+}
+
+// emitSkipEndbr adds by to the address in R0 when an ENDBR64 is the
+// instruction by points across: at R0 when by is positive, just before
+// R0 when negative. Clobbers R1-R6 and the word at R10+tmp.
+func emitSkipEndbr(b *Builder, tmp int16, by int32) {
 	plain := b.Label("no_endbr")
 	b.Emit(
 		asm.Mov.Reg(asm.R6, asm.R0),
@@ -476,11 +483,16 @@ func (p *Probe) emitEndbr(b *Builder, tmp int16) {
 		asm.Add.Imm(asm.R1, int32(tmp)),
 		asm.Mov.Imm(asm.R2, 4),
 		asm.Mov.Reg(asm.R3, asm.R6),
+	)
+	if by < 0 {
+		b.Emit(asm.Add.Imm(asm.R3, by))
+	}
+	b.Emit(
 		asm.FnProbeReadKernel.Call(),
 		asm.LoadMem(asm.R1, asm.R10, tmp, asm.Word),
 		asm.LoadImm(asm.R2, endbr64, asm.DWord),
 		asm.JNE.Reg(asm.R1, asm.R2, plain),
-		asm.Add.Imm(asm.R6, 4),
+		asm.Add.Imm(asm.R6, by),
 	)
 	b.Mark(plain)
 	b.Emit(asm.Mov.Reg(asm.R0, asm.R6))
