@@ -178,20 +178,10 @@ func TestPrivilegedRecordSessionSnapshotSyscall(t *testing.T) {
 	if !strings.Contains(out, "\ttriggering value { onmax($v) }:          3\n") {
 		t.Errorf("no snapshot block of the max 3:\n%s", out)
 	}
-	for _, tc := range []struct {
-		file string
-		want []int
-	}{
+	checkFiles(t, dir, snapFiles{
 		{"t.dat", span(1, 12)},
 		{"t.snapshot-1.dat", span(1, 4)},
 		{"t.snapshot-2.dat", span(1, 8)},
 		{"t.snapshot-3.dat", span(1, 12)},
-	} {
-		if got := checkFile(t, filepath.Join(dir, tc.file)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("%s: writes of %v bytes, want %v", tc.file, got, tc.want)
-		}
-	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*.dat")); len(files) != 4 {
-		t.Errorf("files %q, want t.dat and 3 snapshots", files)
-	}
+	})
 }

@@ -47,6 +47,27 @@ func checkFile(t *testing.T, file string) []int {
 	return writeCounts(t, theirs)
 }
 
+// snapFiles gives the sizes of the writes each file of a recording
+// holds, by file name.
+type snapFiles []struct {
+	file string
+	want []int
+}
+
+// checkFiles checks that the files of dir are exactly those of want
+// (the recording and its snapshots), each with its writes.
+func checkFiles(t *testing.T, dir string, want snapFiles) {
+	t.Helper()
+	for _, tc := range want {
+		if got := checkFile(t, filepath.Join(dir, tc.file)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: writes of %v bytes, want %v", tc.file, got, tc.want)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.dat")); len(files) != len(want) {
+		t.Errorf("files %q, want %d", files, len(want))
+	}
+}
+
 // TestPrivilegedRecordSnapshot: -R 'snapshot:2 if ...' on a helper's 12
 // writes of 1..12 bytes, firing from the 5th on: the recording has the
 // 12, snapshot 1 the writes up to the 5th, snapshot 2 up to the 6th, and
@@ -61,21 +82,11 @@ func TestPrivilegedRecordSnapshot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gtrace %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 	}
-	for _, tc := range []struct {
-		file string
-		want []int
-	}{
+	checkFiles(t, dir, snapFiles{
 		{"t.dat", span(1, 12)},
 		{"t.snapshot-1.dat", span(1, 5)},
 		{"t.snapshot-2.dat", span(1, 6)},
-	} {
-		if got := checkFile(t, filepath.Join(dir, tc.file)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("%s: writes of %v bytes, want %v", tc.file, got, tc.want)
-		}
-	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*.dat")); len(files) != 3 {
-		t.Errorf("files %q, want t.dat and 2 snapshots", files)
-	}
+	})
 	for _, s := range []string{"snapshot 1: " + filepath.Join(dir, "t.snapshot-1.dat") + "\n", "snapshot 2: "} {
 		if !strings.Contains(errOut, s) {
 			t.Errorf("stderr lacks %q:\n%s", s, errOut)
