@@ -94,13 +94,15 @@ type Probe struct {
 	fn   *parse.FuncEvent
 	offs []int
 	end  int
+	// more are the event's other probes (the kernel's multi-probe
+	// event), each with a program of its own (Collection.Add).
+	more []*Probe
 }
 
 // NewProbe returns the source of the probe d for the machine's
 // architecture. syms resolves a kernel symbol to its address (lo), for
 // a kprobe's @SYM arguments (nil when it has none). It refuses what gtrace does not
-// build: an array of strings, symstr, an array of bitfields, a uprobe at
-// a symbol not yet resolved.
+// build: symstr, a uprobe at a symbol not yet resolved.
 func NewProbe(d *parse.ProbeDef, syms parse.FuncResolver) (*Probe, error) {
 	return newProbe(d, runtime.GOARCH, syms)
 }
@@ -118,12 +120,8 @@ func newProbe(d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, 
 	p := &Probe{Def: d, arch: arch, symbols: map[string]uint64{}}
 	for _, a := range d.Args {
 		switch {
-		case a.Count > 0 && a.Type.String:
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of strings (%s)", d.FullName(), a.Name, a.Comm)
 		case a.Type.Name == "symstr":
 			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record symstr: use :symbol, which the report prints as the symbol", d.FullName(), a.Name)
-		case a.Count > 0 && a.BitWidth != 0:
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of bitfields", d.FullName(), a.Name)
 		}
 		for f := a.Fetch; f != nil; f = f.Inner {
 			if f.Op != parse.FetchSymbol {
@@ -315,6 +313,10 @@ func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
 	fault := b.Label("fault")
 	done := b.Label("stored")
 	t := a.Type
+	if t.String && a.Count > 0 {
+		p.emitStringArray(b, a, off, tmp)
+		return
+	}
 	if t.String {
 		p.emitString(b, a, off, tmp)
 		return
@@ -330,7 +332,19 @@ func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
 			asm.Mov.Imm(asm.R2, int32(n)),
 			p.readHelper(f).Call(),
 		)
-		// A failed read leaves the array zero.
+		// A failed read leaves the array zero, and so its bitfields.
+		if w := a.BitWidth; w > 0 {
+			b.Comment("each element's bitfield")
+			for i := 0; i < a.Count; i++ {
+				at := off + int16(i*t.Size)
+				b.Emit(
+					asm.LoadMem(asm.R0, asm.R7, at, sizes[t.Size]),
+					asm.LSh.Imm(asm.R0, int32(64-w-a.BitOffset)),
+					asm.RSh.Imm(asm.R0, int32(64-w)),
+					asm.StoreMem(asm.R7, at, asm.R0, sizes[t.Size]),
+				)
+			}
+		}
 		return
 	}
 	if isMemory(f.Op) {
@@ -411,6 +425,56 @@ func (p *Probe) emitString(b *Builder, a parse.ProbeArg, off, tmp int16) {
 	b.Comment("(fault): no data")
 	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
 	b.Mark(done)
+}
+
+// emitStringArray stores an array of strings: the fetch's address holds
+// the array of the strings' addresses (the kernel's FETCH_OP_LP_ARRAY
+// over a dereference, kept as the pointers' read); each element's
+// __data_loc word at R7+off+4*i, its data at R7+R6, one after the other.
+// A string that cannot be read has length 0; so have an element whose
+// pointer cannot be read and those after it (the kernel stops there and
+// leaves their words as they were).
+func (p *Probe) emitStringArray(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	f := a.Fetch
+	h := asm.FnProbeReadKernelStr
+	if p.Def.User || a.Type.Name == "ustring" {
+		h = asm.FnProbeReadUserStr
+	}
+	stop := b.Label("strs_stop")
+	b.Comment("%s: every element (fault) until read", a.Name)
+	for i := 0; i < a.Count; i++ {
+		b.Emit(asm.StoreMem(asm.R7, off+int16(4*i), asm.R6, asm.Word))
+	}
+	for i := 0; i < a.Count; i++ {
+		at := off + int16(4*i)
+		fault := b.Label("strs_fault")
+		done := b.Label("strs_next")
+		b.Comment("%s[%d]", a.Name, i)
+		p.emitAddr(b, f, tmp, stop)
+		if i > 0 {
+			b.Emit(asm.Add.Imm(asm.R0, int32(8*i)))
+		}
+		p.emitRead(b, p.userRead(f), 8, tmp, stop)
+		b.Emit(
+			asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, ProbeStringMax),
+			h.Call(),
+			asm.JSLE.Imm(asm.R0, 0, fault),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.LSh.Imm(asm.R1, 16),
+			asm.Or.Reg(asm.R1, asm.R6),
+			asm.StoreMem(asm.R7, at, asm.R1, asm.Word),
+			asm.Add.Reg(asm.R6, asm.R0),
+			asm.Ja.Label(done),
+		)
+		b.Mark(fault)
+		b.Emit(asm.StoreMem(asm.R7, at, asm.R6, asm.Word))
+		b.Mark(done)
+	}
+	b.Mark(stop)
 }
 
 // strHelper is the string read of an argument: user memory for a
@@ -571,26 +635,53 @@ func probeArgLoc(arch string, n int) (reg string, stack int) {
 }
 
 // ProbeSource returns the source of a probe event's program, from its
-// definition (f.Probes), or nil for an event of the kernel's. An event
-// of several probes (the kernel's multi-probe events) is refused: its
-// program is the probe's. syms is as NewProbe's.
+// definitions (f.Probes), or nil for an event of the kernel's. An event
+// of several probes (the kernel's multi-probe event: definitions of one
+// name and arguments at other places) has a program per probe, each
+// building the event's record from its own fetch arguments:
+// Collection.Add adds the others' with the first's, and MoreProbes says
+// where each runs. syms is as NewProbe's.
 func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
-	switch len(f.Probes) {
-	case 0:
+	if len(f.Probes) == 0 {
 		return nil, nil
-	case 1:
-	default:
-		return nil, fmt.Errorf("event %s has %d probes: gtrace runs an event of one probe (define each with a name of its own)", f.FullName(), len(f.Probes))
 	}
-	var p *Probe
-	var err error
 	if f.Func != nil {
-		p, err = NewFuncEventProbe(f.Func, f.Probes[0], syms)
-	} else {
-		p, err = NewProbe(f.Probes[0], syms)
+		if len(f.Probes) > 1 {
+			return nil, fmt.Errorf("function event %s has %d probes: a function event is one", f.FullName(), len(f.Probes))
+		}
+		return NewFuncEventProbe(f.Func, f.Probes[0], syms)
 	}
-	if err != nil {
-		return nil, err
+	var first *Probe
+	for _, d := range f.Probes {
+		p, err := NewProbe(d, syms)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			first = p
+			continue
+		}
+		first.more = append(first.more, p)
 	}
-	return p, nil
+	return first, nil
 }
+
+// MoreProbes returns the programs of the other probes of an event of
+// several probes whose first probe's program, of source src, is named
+// name (Collection.Add adds them), each with where it runs; none for
+// another source.
+func MoreProbes(name string, src Source) []Recorder {
+	p, ok := src.(*Probe)
+	if !ok {
+		return nil
+	}
+	var out []Recorder
+	for i, q := range p.more {
+		out = append(out, Recorder{Prog: probeProgName(name, i+1), Point: q.Point(nil)})
+	}
+	return out
+}
+
+// probeProgName names the program of an event's probe i (from 1) after
+// the first, whose program is named name.
+func probeProgName(name string, i int) string { return fmt.Sprintf("%s_%d", name, i) }

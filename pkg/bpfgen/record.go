@@ -465,6 +465,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		byName[p.Name] = p
 		order = append(order, p)
 		recorders[i].Prog = p.Name
+		recorders[i].More = MoreProbes(p.Name, src)
 	}
 	for _, p := range order {
 		if err := c.Add(p); err != nil {
@@ -549,6 +550,9 @@ type Recorder struct {
 	Prog  string       // the program's name in the collection
 	Point attach.Point // where it runs for the event; a shared program's cookie is the event's ID
 	Group bool         // it records other syscalls events too (see syscalls.go)
+	// More, for an event of several probes, are the programs of its
+	// other probes and their points (MoreProbes).
+	More []Recorder
 }
 
 // Shared reports whether the recorder's program records other events of

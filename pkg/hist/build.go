@@ -291,6 +291,9 @@ func (j *LiveJob) Describe(w io.Writer) error {
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case c.Layout.Source != nil:
 			fmt.Fprintf(w, "# on %s: the record is built from the probe's fetch arguments\n", c.Layout.Source.Point(c.Format))
+			for _, m := range bpfgen.MoreProbes(bpfgen.HistProgName, c.Layout.Source) {
+				fmt.Fprintf(w, "# and by %s on %s, from its own\n", m.Prog, m.Point)
+			}
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":

@@ -539,6 +539,9 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
 		case ev.Format.Probes != nil:
 			fmt.Fprintf(&b, ", built at %s", r.Point)
+			for _, m := range r.More {
+				fmt.Fprintf(&b, ", by %s at %s", m.Prog, m.Point)
+			}
 		case r.Point.Kind != attach.Tracepoint:
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.Point.Target)
 		case r.Shared():
