@@ -134,10 +134,10 @@ func TestProbeRecordLayout(t *testing.T) {
 // TestProbeRefused: what the source does not build is refused by name.
 func TestProbeRefused(t *testing.T) {
 	for def, want := range map[string]string{
-		"p:kp vfs_read s=%si:symstr":        "gtrace does not record symstr",
-		"p:kp vfs_read s=@jiffies":          "@jiffies needs the kernel's symbols",
-		"p:up /bin/true:write a=%di":        "is not resolved to a file offset",
-		"p:kp vfs_read a=%di b=%si c=%dx":   "",
+		"p:kp vfs_read s=%si:symstr":      "gtrace does not record symstr",
+		"p:kp vfs_read s=@jiffies":        "@jiffies needs the kernel's symbols",
+		"p:up /bin/true:write a=%di":      "is not resolved to a file offset",
+		"p:kp vfs_read a=%di b=%si c=%dx": "",
 		"p:kp vfs_read a=+0(%di):u64[64] b=+0(%di):u64[64] c=+0(%di):u64[64] d=+0(%di):u64[64] e=+0(%di):u64[64] f=+0(%di):u64[64] g=+0(%di):u64[64] h=+0(%di):u64[64]": "its fields take",
 	} {
 		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})

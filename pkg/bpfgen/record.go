@@ -825,14 +825,18 @@ func emitDynamic(b *Builder, maxRecord int, id EventID, fixed int, dynamic []*pa
 	b.Comment("R9 = record length: %d, or the end of the furthest dynamic field", fixed)
 	b.Emit(asm.Mov.Imm(asm.R9, int32(fixed)))
 	for _, d := range dynamic {
-		b.Comment("end of %s", d.Name)
-		emitLocEnd(b, d)
-		keep := b.Label("shorter")
-		b.Emit(
-			asm.JLE.Reg(asm.R1, asm.R9, keep),
-			asm.Mov.Reg(asm.R9, asm.R1),
-		)
-		b.Mark(keep)
+		// An array of strings (a probe's __data_loc char[][N]) has a
+		// word per string.
+		for at := 0; at < max(d.Size, 4); at += 4 {
+			b.Comment("end of %s", d.Name)
+			emitLocEnd(b, d, at)
+			keep := b.Label("shorter")
+			b.Emit(
+				asm.JLE.Reg(asm.R1, asm.R9, keep),
+				asm.Mov.Reg(asm.R9, asm.R1),
+			)
+			b.Mark(keep)
+		}
 	}
 	short := b.Label("fits")
 	long := b.Label("long_enough")
@@ -865,11 +869,12 @@ func emitDynamic(b *Builder, maxRecord int, id EventID, fixed int, dynamic []*pa
 }
 
 // emitLocEnd leaves in R1 the end of a dynamic field's payload, from the
-// start of the record: offset + length of its __data_loc word, counted from
-// just past the word for __rel_loc. Clobbers R1, R2.
-func emitLocEnd(b *Builder, d *parse.Field) {
+// start of the record: offset + length of its __data_loc word (the one at
+// the field's offset + at), counted from just past the word for
+// __rel_loc. Clobbers R1, R2.
+func emitLocEnd(b *Builder, d *parse.Field, at int) {
 	b.Emit(
-		asm.LoadMem(asm.R1, asm.R6, int16(d.Offset), asm.Word),
+		asm.LoadMem(asm.R1, asm.R6, int16(d.Offset+at), asm.Word),
 		asm.Mov.Reg(asm.R2, asm.R1),
 		asm.RSh.Imm(asm.R2, 16),
 		asm.And.Imm(asm.R1, 0xffff),
