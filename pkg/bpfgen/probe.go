@@ -102,7 +102,7 @@ type Probe struct {
 // NewProbe returns the source of the probe d for the machine's
 // architecture. syms resolves a kernel symbol to its address (lo), for
 // a kprobe's @SYM arguments (nil when it has none). It refuses what gtrace does not
-// build: symstr, a uprobe at a symbol not yet resolved.
+// build: a uprobe at a symbol not yet resolved.
 func NewProbe(d *parse.ProbeDef, syms parse.FuncResolver) (*Probe, error) {
 	return newProbe(d, runtime.GOARCH, syms)
 }
@@ -119,10 +119,6 @@ func newProbe(d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, 
 	}
 	p := &Probe{Def: d, arch: arch, symbols: map[string]uint64{}}
 	for _, a := range d.Args {
-		switch {
-		case a.Type.Name == "symstr":
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record symstr: use :symbol, which the report prints as the symbol", d.FullName(), a.Name)
-		}
 		for f := a.Fetch; f != nil; f = f.Inner {
 			if f.Op != parse.FetchSymbol {
 				continue
@@ -208,8 +204,13 @@ func (p *Probe) Point(*parse.Format) attach.Point {
 // String describes the source for --dry-run.
 func (p *Probe) String() string { return p.Point(nil).String() }
 
-func (p *Probe) stack() int                   { return 8 }
-func (p *Probe) maps() []*ebpf.MapSpec        { return []*ebpf.MapSpec{probeRecordMap()} }
+func (p *Probe) stack() int { return 8 }
+func (p *Probe) maps() []*ebpf.MapSpec {
+	if p.symstrs() == nil {
+		return []*ebpf.MapSpec{probeRecordMap()}
+	}
+	return []*ebpf.MapSpec{probeRecordMap(), probeFormatMap()}
+}
 func (p *Probe) program(ps *ebpf.ProgramSpec) { ps.Type = ebpf.Kprobe }
 func (p *Probe) reg(name string) int16        { return probeRegOffsets[p.arch][name] }
 func (p *Probe) loadReg(b *Builder, name string) {
@@ -248,6 +249,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 			b.Comment("%s=%s at %d", a.Name, a.Comm, p.offs[i])
 			p.emitArg(b, a, int16(p.offs[i]), rec)
 		}
+		p.emitSymstrLens(b)
 		b.Comment("R6 = the record")
 		b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
 		return
@@ -279,6 +281,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 		p.emitArg(b, a, off, rec)
 		off += int16(a.Type.Size * max(a.Count, 1))
 	}
+	p.emitSymstrLens(b)
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
 }
@@ -315,6 +318,10 @@ func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
 	t := a.Type
 	if t.String && a.Count > 0 {
 		p.emitStringArray(b, a, off, tmp)
+		return
+	}
+	if t.Name == "symstr" {
+		p.emitSymstr(b, a, off, tmp)
 		return
 	}
 	if t.String {
@@ -475,6 +482,122 @@ func (p *Probe) emitStringArray(b *Builder, a parse.ProbeArg, off, tmp int16) {
 		b.Mark(done)
 	}
 	b.Mark(stop)
+}
+
+// probeFormatMapName names the read-only map of the bpf_snprintf format
+// of symstr arguments; a name of .rodata is frozen when loaded, as
+// bpf_snprintf wants its format.
+const probeFormatMapName = ".rodata.probe"
+
+// probeSymstrFormat is the format that prints a symstr: %pS is the
+// kernel's sprint_symbol, as its symstr fetch writes it ("name+0xOFF/0xSIZE
+// [module]", or the address in hex where no symbol holds it).
+const probeSymstrFormat = "%pS\x00"
+
+// probeFormatMap is the spec of the map of probeSymstrFormat.
+func probeFormatMap() *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name: probeFormatMapName, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(probeSymstrFormat)), MaxEntries: 1,
+		Flags:    mapRdonlyProg,
+		Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte(probeSymstrFormat)}},
+	}
+}
+
+// mapRdonlyProg is BPF_F_RDONLY_PROG: programs only read the map.
+const mapRdonlyProg = 1 << 7
+
+// symstrs returns the record offsets of the probe's symstr arguments'
+// __data_loc words, in order.
+func (p *Probe) symstrs() []int16 {
+	var out []int16
+	off := parse.CommonSize + 8
+	if p.Def.Return {
+		off += 8
+	}
+	for i, a := range p.Def.Args {
+		at := off
+		if p.fn != nil {
+			at = p.offs[i]
+		}
+		if a.Type.Name == "symstr" {
+			out = append(out, int16(at))
+		}
+		off += a.Type.Size * max(a.Count, 1)
+	}
+	return out
+}
+
+// emitSymstr stores a symstr argument: the symbol string of the fetch's
+// value as the kernel's fetch_store_symstring writes it with
+// sprint_symbol (bpf_snprintf's %pS), its data at R7+R6. As the kernel
+// does, R6 moves past the text but not its NUL, where the next string's
+// data starts, and the __data_loc word keeps the room the kernel measured
+// for it and the strings after it, which emitSymstrLens sets when they
+// are stored; until then the word's length is 1 if the text is stored,
+// 0 if its value cannot be read (the kernel measures it 0 then, and
+// stores nothing).
+func (p *Probe) emitSymstr(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	fault := b.Label("sym_fault")
+	done := b.Label("sym_done")
+	f := a.Fetch
+	if isMemory(f.Op) {
+		p.emitAddr(b, f, tmp, fault)
+		p.emitRead(b, p.userRead(f), 8, tmp, fault)
+	} else {
+		p.emitValue(b, f, tmp, fault)
+	}
+	b.Emit(
+		asm.StoreMem(asm.R10, tmp, asm.R0, asm.DWord),
+		asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, ProbeStringMax),
+		asm.LoadMapValue(asm.R3, 0, 0).WithReference(probeFormatMapName),
+		asm.Mov.Reg(asm.R4, asm.R10),
+		asm.Add.Imm(asm.R4, int32(tmp)),
+		asm.Mov.Imm(asm.R5, 8),
+		asm.FnSnprintf.Call(),
+		asm.JSLE.Imm(asm.R0, 0, fault),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Or.Imm(asm.R1, 1<<16),
+		asm.StoreMem(asm.R7, off, asm.R1, asm.Word),
+		asm.Add.Reg(asm.R6, asm.R0),
+		asm.Sub.Imm(asm.R6, 1),
+		asm.Ja.Label(done),
+	)
+	b.Mark(fault)
+	b.Comment("a value that cannot be read: no text")
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
+	b.Mark(done)
+}
+
+// emitSymstrLens sets the length of each symstr's __data_loc word to the
+// room the kernel gives it (store_trace_args): the data from its offset
+// to the end of the record's, with the NUL of each stored symstr from it
+// on, which the kernel measures and then does not keep. R6 is the end of
+// the data. Clobbers R0-R2.
+func (p *Probe) emitSymstrLens(b *Builder) {
+	offs := p.symstrs()
+	if offs == nil {
+		return
+	}
+	b.Comment("the symstrs' lengths: the room the kernel measured")
+	b.Emit(asm.Mov.Imm(asm.R2, 0))
+	for i := len(offs) - 1; i >= 0; i-- {
+		b.Emit(
+			asm.LoadMem(asm.R0, asm.R7, offs[i], asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.RSh.Imm(asm.R1, 16),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.And.Imm(asm.R0, 0xffff),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Sub.Reg(asm.R1, asm.R0),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LSh.Imm(asm.R1, 16),
+			asm.Or.Reg(asm.R1, asm.R0),
+			asm.StoreMem(asm.R7, offs[i], asm.R1, asm.Word),
+		)
+	}
 }
 
 // strHelper is the string read of an argument: user memory for a

@@ -29,6 +29,7 @@ var probeCases = []struct {
 	{"kprobe_array", "amd64", "p:kp vfs_read a=+0(%si):u8[16] w=+8(%di):x32[4] s=+0(%dx):s16[2]"},
 	{"kprobe_bitfield_array", "amd64", "p:kp vfs_read a=+0(%si):b4@2/8[3] w=+8(%di):b12@4/32[2]"},
 	{"kprobe_string_array", "amd64", "p:kp vfs_read a=+8(%si):string[2] u=+0(%di):ustring[2] p=+u0(%dx):string[2]"},
+	{"kprobe_symstr", "amd64", "p:kp vfs_read f=%ip:symstr n=+0(%si):string p=+8(%di):symstr c=$comm"},
 	{"uprobe_string_array", "amd64", "p:up /bin/true:0x1000 argv=+0(%si):string[3] n=%di:s32"},
 	{"kprobe_strings", "amd64", `p:kp do_sys_openat2 name=+0(%si):string u=+0(%si):ustring uu=+u0(%si):string comm=$comm lit=\"gtrace" n=+0(\4096):string`},
 	{"kprobe_symbols", "amd64", "p:kp vfs_read f=%ip:symbol j=@jiffies:u64 o=@jiffies+8:x32 a=@0xffffffff81000000:u8 s=$stack2 sp=$stack a9=$arg9 a2=$arg2"},
@@ -134,7 +135,6 @@ func TestProbeRecordLayout(t *testing.T) {
 // TestProbeRefused: what the source does not build is refused by name.
 func TestProbeRefused(t *testing.T) {
 	for def, want := range map[string]string{
-		"p:kp vfs_read s=%si:symstr":      "gtrace does not record symstr",
 		"p:kp vfs_read s=@jiffies":        "@jiffies needs the kernel's symbols",
 		"p:up /bin/true:write a=%di":      "is not resolved to a file offset",
 		"p:kp vfs_read a=%di b=%si c=%dx": "",
