@@ -358,14 +358,10 @@ func probeStringArray(t *testing.T, file, event, field string, pid int) []string
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// The event's whole format: the reader's has the fields before
-	// the array, as libtraceevent's.
 	var fm *parse.Format
 	for _, ev := range f.Events {
 		if ev.Format.Name == event {
-			if fm, err = parse.ParseFormat(event, ev.Text); err != nil {
-				t.Fatal(err)
-			}
+			fm = ev.Format
 		}
 	}
 	if fm == nil {

@@ -153,32 +153,6 @@ func TestReadKeepsDamagedFields(t *testing.T) {
 	}
 }
 
-// TestReadStringArrayFields: an array of strings (a probe's
-// "__data_loc char[][N]") is where libtraceevent's field parser stops:
-// the event has the fields before it, no print fmt, and no warning; its
-// text stays whole.
-func TestReadStringArrayFields(t *testing.T) {
-	text := "name: v\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" +
-		"\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n" +
-		"\tfield:__data_loc char[][2] a;\toffset:16;\tsize:8;\tsigned:1;\n" +
-		"\tfield:u64 n;\toffset:24;\tsize:8;\tsigned:0;\n\n" +
-		"print fmt: \"(%lx) a={\\\"%s\\\",\\\"%s\\\"} n=0x%Lx\", REC->__probe_ip, __get_str(a[0]), __get_str(a[1]), REC->n\n"
-	data := testDataFile(t, func(tf *testFile) {
-		tf.systems[0].formats = append(tf.systems[0].formats, text)
-	})
-	f, err := Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := f.Events[9]
-	if e == nil || len(e.Format.Fields) != 2 || e.Format.PrintFmt != "" || e.Text != text {
-		t.Fatalf("Events[9] = %+v, want the event with 2 fields, no print fmt, its whole text", e)
-	}
-	if w := f.Warnings(); len(w) != 0 {
-		t.Errorf("Warnings() = %q, want none", w)
-	}
-}
-
 // TestRecordErrors damages the data of one CPU: a damaged page or chunk
 // is skipped with a warning and the CPU goes on; data past the end of
 // the file stops the CPU and Err reports it. The other CPU still yields

@@ -63,28 +63,8 @@ func (rd *reader) readFormat(d *decoder, system string) {
 		rd.f.damage.add("format "+at, fmt.Sprintf("skipped the unparsable format of event %s at %s (its records print as unknown events): %v", formatName(system, text), at, err), 0)
 		return
 	}
-	if line := unreadField(text); line >= 0 {
-		// libtraceevent's field parser stops at an array of strings:
-		// as with a damaged field list, the event has the fields
-		// before it (its records print as [FAILED TO PARSE] with
-		// them). The text stays whole: it is not damaged.
-		if kept, err := parse.ParseFormat(system+" format", text[:line]); err == nil {
-			fm = kept
-		}
-	}
 	fm.System = system
 	rd.f.Events[fm.ID] = &Event{Format: fm, Text: text}
-}
-
-// unreadField returns where the line of the first field of a format's
-// text that libtraceevent cannot read starts, -1 if there is none: an
-// array of strings (a probe's "__data_loc char[][N]").
-func unreadField(text string) int {
-	i := strings.Index(text, "\tfield:__data_loc char[][")
-	if i < 0 {
-		return -1
-	}
-	return strings.LastIndexByte(text[:i], '\n') + 1
 }
 
 // damagedFields returns the format of an event whose format text failed
