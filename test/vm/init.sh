@@ -318,15 +318,24 @@ session_case() {
 # printed by gtrace report (REPORT), which must equal KERNEL.
 record_case() {
 	filter=$(trim "${trig#record}")
-	# "record FILTER ... -K DEF": a probe event, the kernel's from DEF
-	# written to kprobe_events, gtrace's from --probe DEF.
+	# "record FILTER ... -K DEF [,, DEF...]": a probe event, the
+	# kernel's from each DEF written to kprobe_events (a multi-probe
+	# event: one name at several places), gtrace's from --probe DEF...
 	pdef=
 	case $filter in *" -K "*)
 		pdef=${filter#* -K }
 		filter=${filter%% -K *}
 		;;
 	esac
-	[ -z "$pdef" ] || echo "$pdef" >>$T/kprobe_events
+	: >/tmp/k.defs
+	rest="$pdef ,,"
+	while [ -n "$(trim "$rest")" ]; do
+		trim "${rest%%,,*}" >>/tmp/k.defs
+		rest=${rest#*,,}
+	done
+	while IFS= read -r d; do
+		echo "$d" >>$T/kprobe_events
+	done </tmp/k.defs
 	# "record FILTER -R TRIGGER": the trigger too, on both sides.
 	rtrig=
 	case $filter in *" -R "*)
@@ -354,7 +363,9 @@ record_case() {
 	if [ -n "$pdef" ]; then
 		# gtrace defines the event itself: the kernel's goes first.
 		: >$T/kprobe_events
-		set -- "$@" --probe "$pdef"
+		while IFS= read -r d; do
+			set -- "$@" --probe "$d"
+		done </tmp/k.defs
 	fi
 	record_gtrace -e "$event" -f "$filter" "$@"
 }
