@@ -3,7 +3,8 @@
 # issue 19 (gtrace hist --synth, variables, onmatch, a synthetic event and
 # its log2 hist, in BPF) on sched:sched_waking and sched:sched_switch,
 # against an empty program and a plain hist on the same two tracepoints
-# and against bpftrace's hand-written equivalent, measured in one run.
+# and against bpftrace's hand-written equivalent and libbpf-tools'
+# runqlat, measured in one run.
 #
 # What runs on each sched_waking and sched_switch, one mode at a time:
 #   empty      a program that returns 0 on each classic tracepoint
@@ -18,6 +19,12 @@
 #              tracepoint:sched:sched_switch /@ts[args->next_pid]/ {
 #              @lat = hist((nsecs - @ts[args->next_pid])/1000);
 #              delete(@ts[args->next_pid]); }
+#   runqlat    libbpf-tools' runqlat (Debian's libbpf-tools): compiled
+#              CO-RE C doing the same job by hand, on sched_wakeup,
+#              sched_wakeup_new and sched_switch as tp_btf programs (its
+#              choice where the kernel has BTF); its first column is
+#              sched_wakeup's program, one wakeup per message as
+#              sched_waking's
 # The workload is `perf bench sched pipe`: two processes ping-ponging
 # through pipes, a waking and a switch per message.
 #
@@ -25,8 +32,9 @@
 # BPF run-time statistics (kernel.bpf_stats_enabled, on while the script
 # runs and set back to what it was at exit), read from the fdinfo of the
 # tracer's program descriptors: run_time_ns / run_cnt, per program (the
-# first is on sched_waking, the second on sched_switch: the order of
-# their load) and for both together. The median over the rounds is
+# first is on sched_waking, the last on sched_switch: the order of
+# their load; runqlat's sched_wakeup_new program, between them, is in
+# the total only) and for all together. The median over the rounds is
 # reported, with the ratios to empty and to bpftrace. Each round runs
 # every mode once, the order rotating.
 #
@@ -34,7 +42,8 @@
 # missed events (recursion_misses) makes the run FAIL: its figure would
 # flatter it.
 #
-# Target (PASS/FAIL): the pipeline's cost per event below bpftrace's.
+# Targets (PASS/FAIL): the pipeline's cost per event below bpftrace's,
+# and within 1.2x of runqlat's.
 # See docs/performance.md.
 #
 # Usage: sudo bench/synth-overhead.sh [-r ROUNDS] [-l LOOPS]
@@ -62,8 +71,8 @@ if ((EUID != 0)); then
 	echo "$prog: needs root to load BPF programs (run: sudo bench/synth-overhead.sh)" >&2
 	exit 2
 fi
-for c in go perf bpftrace; do
-	command -v "$c" >/dev/null || { echo "$prog: no $c command on PATH" >&2; exit 1; }
+for c in go perf bpftrace runqlat; do
+	command -v "$c" >/dev/null || { echo "$prog: no $c command on PATH (apt-get install linux-perf bpftrace libbpf-tools)" >&2; exit 1; }
 done
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,7 +88,7 @@ trap cleanup EXIT
 (cd "$repo" && go build -o "$tmp/gtrace" . && go build -o "$tmp/bpfref" ./bench/cmd/bpfref)
 sysctl -q kernel.bpf_stats_enabled=1
 
-modes=(empty plain pipeline bpftrace)
+modes=(empty plain pipeline bpftrace runqlat)
 synth='wakeup_latency u64 lat; pid_t pid; int prio'
 pipeline=(hist -q --synth "$synth"
 	-e sched:sched_waking -R 'hist:keys=pid:ts0=common_timestamp.usecs'
@@ -124,6 +133,7 @@ run() {
 	plain) "$tmp/gtrace" "${plain[@]}" >"$out" 2>&1 & ;;
 	pipeline) "$tmp/gtrace" "${pipeline[@]}" >"$out" 2>&1 & ;;
 	bpftrace) bpftrace -e "$script" >"$out" 2>&1 & ;;
+	runqlat) runqlat >"$out" 2>&1 & ;;
 	esac
 	tracer=$!
 	wait_progs 2
@@ -142,7 +152,7 @@ run() {
 		NF == 6 { t[NR] = $4 - $1; n[NR] = $5 - $2; miss += $6 - $3; tt += t[NR]; nn += n[NR] }
 		END {
 			if (miss > 0) { print "MISSED", mode, miss; exit }
-			printf "%s %.1f %.1f %.1f\n", mode, t[1] / n[1], t[2] / n[2], tt / nn
+			printf "%s %.1f %.1f %.1f\n", mode, t[1] / n[1], t[NR] / n[NR], tt / nn
 		}' >>"$tmp/results"
 	if grep -q '^MISSED' "$tmp/results"; then
 		echo "$prog: $1 missed events (recursion) in round $2" >&2
@@ -167,22 +177,32 @@ median() {
 
 echo "sched:sched_waking and sched:sched_switch, classic tracepoints; perf bench sched pipe -l $loops; $rounds rounds; medians"
 echo
-echo "| mode | sched_waking ns/event | sched_switch ns/event | both ns/event | ratio to empty | ratio to bpftrace |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| mode | sched_waking ns/event | sched_switch ns/event | both ns/event | ratio to empty | ratio to bpftrace | ratio to runqlat |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 empty=$(median empty 4)
 bpft=$(median bpftrace 4)
+rql=$(median runqlat 4)
+# ratio A B: A/B to two places.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 for m in "${modes[@]}"; do
 	both=$(median "$m" 4)
-	printf '| %s | %s | %s | %s | %s | %s |\n' "$m" "$(median "$m" 2)" "$(median "$m" 3)" "$both" \
-		"$(awk -v a="$both" -v b="$empty" 'BEGIN { printf "%.2f", a / b }')" \
-		"$(awk -v a="$both" -v b="$bpft" 'BEGIN { printf "%.2f", a / b }')"
+	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$m" "$(median "$m" 2)" "$(median "$m" 3)" "$both" \
+		"$(ratio "$both" "$empty")" "$(ratio "$both" "$bpft")" "$(ratio "$both" "$rql")"
 done
+echo
+echo "(runqlat's first column is its sched_wakeup program, on tp_btf)"
 echo
 pipe=$(median pipeline 4)
 if awk -v a="$pipe" -v b="$bpft" 'BEGIN { exit !(a < b) }' && ((status == 0)); then
 	echo "pipeline below bpftrace: $pipe < $bpft ns/event: PASS"
 else
 	echo "pipeline below bpftrace: $pipe vs $bpft ns/event, or events dropped: FAIL"
+	status=1
+fi
+if awk -v a="$pipe" -v b="$rql" 'BEGIN { exit !(a <= 1.2 * b) }' && ((status == 0)); then
+	echo "pipeline within 1.2x of runqlat: $pipe vs $rql ns/event ($(ratio "$pipe" "$rql")x): PASS"
+else
+	echo "pipeline within 1.2x of runqlat: $pipe vs $rql ns/event ($(ratio "$pipe" "$rql")x), or events dropped: FAIL"
 	status=1
 fi
 exit $status

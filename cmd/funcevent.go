@@ -46,14 +46,16 @@ values (gtrace kprobe takes it). With none, only check them.
 
 This command attaches nothing. The same prototypes given with
 --funcevent to record, hist, filter, trigger and list make events of
-system functions, which run as the equivalent probe's program (a uprobe,
-a kprobe for a kernel function) building the event's own record.
+system functions, which run as the equivalent probe's program (a uprobe;
+for a kernel function its fentry where the kernel allows it, else a
+kprobe: their --dry-run says which) building the event's own record.
 docs/funcevent.md has the whole language.`,
 		Example: `  gtrace funcevent 'do_sys_open(int dfd, string path, int flags)' -F
   gtrace funcevent 'ip_rcv(x64 skb | int len[32], NULL, x8[6] perm_addr+558)' --list
   gtrace funcevent '__vfs_read(symbol read+40[0]+16[0])' --dry-run
   gtrace funcevent '/usr/bin/app:handle(int fd, string buf, u64 len)' --dry-run
   gtrace list --funcevent 'do_sys_open(int dfd, string path, int flags)' -F 'functions:*'
+  gtrace record --funcevent 'vfs_read(x64 file, NULL, size_t count, long pos[0])' -e functions:vfs_read --dry-run
   gtrace record --funcevent '/lib/x86_64-linux-gnu/libc.so.6:write(int fd, string buf, size_t len)' -e functions:write -- ./app`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

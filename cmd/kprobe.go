@@ -44,15 +44,20 @@ definitions after -- (gtrace kprobe --list -- 'p:ev vfs_read' '-:ev').
 Nothing is written to the kernel and nothing attaches here: the same
 definitions given with --probe (or --probes FILE) to record, hist,
 filter, trigger and list make events of their groups (kprobes, uprobes)
-that BPF programs record and count. A kernel without kprobes
-(CONFIG_KPROBES, CONFIG_KPROBE_EVENTS) still parses them, derives their
-formats and prints their programs (--dry-run); attaching one fails, exit
-1. docs/probes.md has the whole language.`,
+that BPF programs record and count. A kernel probe at a function's
+entry, or a return probe, runs on the function's fentry or fexit where
+the kernel allows it (BTF) and the probe reads only the function's
+arguments, else on a kprobe: --dry-run of those commands says which and
+why. A kernel without kprobes (CONFIG_KPROBES, CONFIG_KPROBE_EVENTS)
+still parses them, derives their formats and prints their programs
+(--dry-run); attaching one that fentry does not take fails, exit 1.
+docs/probes.md has the whole language.`,
 		Example: `  gtrace kprobe 'p:myprobe do_sys_openat2 dfd=%ax filename=+0(%si):string' --list
   gtrace kprobe 'r16:myret do_sys_openat2 ret=$retval' -F
   gtrace kprobe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:0xf8340 fd=%di:s32 len=%dx:u64 buf=+0(%si):string' -F
   gtrace kprobe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' --list
   gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'
+  gtrace record --probe 'r:myret vfs_read ret=$retval:s64' -e kprobes:myret --dry-run   # fexit or kretprobe, and why
   gtrace record --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' -e uprobes:mywrite -- ./app
   gtrace kprobe 'p:myio /lib/x86_64-linux-gnu/libc.so.6:read fd=%di:s32' 'p:myio /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32' --list
   gtrace record --probe 'p:myexec /lib/x86_64-linux-gnu/libc.so.6:execve path=+0(%di):string argv=+0(%si):string[4]' -e uprobes:myexec -- ./app

@@ -2,6 +2,7 @@ package bpfgen
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -76,13 +77,26 @@ func TestFuncEventRecordLayout(t *testing.T) {
 }
 
 // TestFuncEventSource: a function event's format gives the probe source
-// that builds its record at the function's entry (a kprobe, a uprobe at
-// the file offset), and its program generates.
+// that builds its record at the function's entry (a fentry where the
+// check allows it and the function has the arguments it reads, else a
+// kprobe; a uprobe at the file offset), and its program generates.
 func TestFuncEventSource(t *testing.T) {
-	for _, c := range []struct{ proto, point string }{
-		{"vfs_read(x64 file, string buf, size_t count)", "kprobe vfs_read"},
-		{"/bin/true:main(int argc)", "uprobe /bin/true+0x1000"},
+	nargs := func(n int) FentryCheck { return func(string, bool) (int, error) { return n, nil } }
+	for _, c := range []struct {
+		proto string
+		check FentryCheck
+		point string
+	}{
+		{"vfs_read(x64 file, string buf, size_t count)", nil, "kprobe vfs_read"},
+		{"vfs_read(x64 file, string buf, size_t count)", nargs(4), "fentry vfs_read"},
+		{"vfs_read(x64 file, string buf, size_t count)", nargs(2), "kprobe vfs_read"},
+		{"vfs_read(x64 file, int jiffies=0xffffffff82a05000)", nargs(4), "fentry vfs_read"},
+		{"vfs_read(x64 file)", func(string, bool) (int, error) { return 0, fmt.Errorf("no kernel BTF") }, "kprobe vfs_read"},
+		{"/bin/true:main(int argc)", nargs(4), "uprobe /bin/true+0x1000"},
 	} {
+		if runtime.GOARCH != "amd64" && c.check != nil {
+			continue // fentry's arguments are mapped for amd64
+		}
 		e, err := parse.ParseFuncEvent("funcevent", c.proto, parse.ProbeOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -96,12 +110,12 @@ func TestFuncEventSource(t *testing.T) {
 		}
 		f := e.Format(61183)
 		f.Func, f.Probes = e, []*parse.ProbeDef{d}
-		src, err := ProbeSource(f, nil)
+		src, err := ProbeSource(f, nil, c.check)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := src.Point(f).String(); got != c.point {
-			t.Errorf("%s: at %q, want %q", c.proto, got, c.point)
+			t.Errorf("%s: at %q, want %q (%s)", c.proto, got, c.point, src.(*Probe).Why())
 		}
 		prog := &Prog{Name: "fn", Source: src, Gate: Gate{ExcludeTGID: 1}, ID: EventID{Const: f.ID},
 			Actions: []Action{&RecordAction{Format: f, MaxRecord: 4064, shared: recordMaps(&RecordSpec{CPUs: 2, RingSize: 1 << 16})}}}

@@ -97,6 +97,13 @@ type Probe struct {
 	// more are the event's other probes (the kernel's multi-probe
 	// event), each with a program of its own (Collection.Add).
 	more []*Probe
+	// fentry puts the program on the function's fentry (fexit for a
+	// return probe) instead of its kprobe; nargs is then the function's
+	// number of arguments in the kernel's BTF. why says why the probe
+	// runs where it does (fentry.go).
+	fentry bool
+	nargs  int
+	why    string
 }
 
 // NewProbe returns the source of the probe d for the machine's
@@ -191,6 +198,12 @@ func (p *Probe) Point(*parse.Format) attach.Point {
 	if d.Return {
 		k = attach.Kretprobe
 	}
+	if p.fentry {
+		k = attach.Fentry
+		if d.Return {
+			k = attach.Fexit
+		}
+	}
 	sym := d.Symbol
 	if i := strings.IndexByte(sym, ':'); i >= 0 {
 		sym = sym[i+1:]
@@ -211,8 +224,17 @@ func (p *Probe) maps() []*ebpf.MapSpec {
 	}
 	return []*ebpf.MapSpec{probeRecordMap(), probeFormatMap()}
 }
-func (p *Probe) program(ps *ebpf.ProgramSpec) { ps.Type = ebpf.Kprobe }
-func (p *Probe) reg(name string) int16        { return probeRegOffsets[p.arch][name] }
+func (p *Probe) program(ps *ebpf.ProgramSpec) {
+	if !p.fentry {
+		ps.Type = ebpf.Kprobe
+		return
+	}
+	ps.Type, ps.AttachType, ps.AttachTo = ebpf.Tracing, ebpf.AttachTraceFEntry, p.Point(nil).Target
+	if p.Def.Return {
+		ps.AttachType = ebpf.AttachTraceFExit
+	}
+}
+func (p *Probe) reg(name string) int16 { return probeRegOffsets[p.arch][name] }
 func (p *Probe) loadReg(b *Builder, name string) {
 	b.Emit(asm.LoadMem(asm.R0, asm.R8, p.reg(name), asm.DWord))
 }
@@ -261,9 +283,18 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 			p.emitEndbr(b, rec)
 		}
 		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
-		p.loadReg(b, probeIPReg[p.arch])
+		if p.fentry {
+			p.emitCallerRet(b, rec)
+		} else {
+			p.loadReg(b, probeIPReg[p.arch])
+		}
 		b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
 		off += 16
+	} else if p.fentry {
+		b.Comment("__probe_ip: the function's address past its ENDBR64, where its kprobe is")
+		p.emitCallSite(b, rec)
+		b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
+		off += 8
 	} else {
 		b.Comment("__probe_ip")
 		p.loadReg(b, probeIPReg[p.arch])
@@ -293,7 +324,9 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 func (p *Probe) emitFuncHeader(b *Builder, tmp int16) {
 	off := int16(parse.CommonSize)
 	b.Comment("__parent_ip: the return address")
-	if p.arch == "arm64" {
+	if p.fentry {
+		p.emitCallerRet(b, tmp)
+	} else if p.arch == "arm64" {
 		p.loadReg(b, "lr")
 	} else {
 		fault := b.Label("parent_fault")
@@ -307,7 +340,11 @@ func (p *Probe) emitFuncHeader(b *Builder, tmp int16) {
 	}
 	b.Emit(asm.StoreMem(asm.R7, off, asm.R0, asm.DWord))
 	b.Comment("__ip: the function's address")
-	b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+	if p.fentry {
+		p.emitFuncStart(b, tmp)
+	} else {
+		b.Emit(asm.Mov.Reg(asm.R1, asm.R8), asm.FnGetFuncIp.Call())
+	}
 	b.Emit(asm.StoreMem(asm.R7, off+8, asm.R0, asm.DWord))
 }
 
@@ -706,17 +743,27 @@ func (p *Probe) emitRead(b *Builder, user bool, size int, tmp int16, fault strin
 func (p *Probe) emitValue(b *Builder, f *parse.Fetch, tmp int16, fault string) {
 	switch f.Op {
 	case parse.FetchReg:
-		p.loadReg(b, f.Reg)
+		if p.fentry {
+			p.emitFuncArg(b, probeRegArg(p.arch, f.Reg), tmp)
+		} else {
+			p.loadReg(b, f.Reg)
+		}
 	case parse.FetchStackPointer:
 		p.loadReg(b, "sp")
 	case parse.FetchRetval:
-		p.loadReg(b, probeRetReg[p.arch])
+		if p.fentry {
+			p.emitFuncRet(b, tmp)
+		} else {
+			p.loadReg(b, probeRetReg[p.arch])
+		}
 	case parse.FetchImm:
 		b.Emit(asm.LoadImm(asm.R0, int64(f.N), asm.DWord))
 	case parse.FetchStack:
 		p.emitStack(b, int64(f.N), tmp, fault)
 	case parse.FetchArg:
-		if reg, n := probeArgLoc(p.arch, int(f.N)); reg != "" {
+		if p.fentry {
+			p.emitFuncArg(b, int(f.N), tmp)
+		} else if reg, n := probeArgLoc(p.arch, int(f.N)); reg != "" {
 			p.loadReg(b, reg)
 		} else {
 			p.emitStack(b, int64(n), tmp, fault)
@@ -763,8 +810,10 @@ func probeArgLoc(arch string, n int) (reg string, stack int) {
 // name and arguments at other places) has a program per probe, each
 // building the event's record from its own fetch arguments:
 // Collection.Add adds the others' with the first's, and MoreProbes says
-// where each runs. syms is as NewProbe's.
-func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
+// where each runs. syms is as NewProbe's; check tells whether a kernel
+// probe may run on its function's fentry or fexit instead
+// (Probe.TryFentry), each probe of an event for itself.
+func ProbeSource(f *parse.Format, syms parse.FuncResolver, check FentryCheck) (Source, error) {
 	if len(f.Probes) == 0 {
 		return nil, nil
 	}
@@ -772,7 +821,12 @@ func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
 		if len(f.Probes) > 1 {
 			return nil, fmt.Errorf("function event %s has %d probes: a function event is one", f.FullName(), len(f.Probes))
 		}
-		return NewFuncEventProbe(f.Func, f.Probes[0], syms)
+		p, err := NewFuncEventProbe(f.Func, f.Probes[0], syms)
+		if err != nil {
+			return nil, err
+		}
+		p.TryFentry(check)
+		return p, nil
 	}
 	var first *Probe
 	for _, d := range f.Probes {
@@ -780,6 +834,7 @@ func ProbeSource(f *parse.Format, syms parse.FuncResolver) (Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.TryFentry(check)
 		if first == nil {
 			first = p
 			continue
@@ -800,7 +855,7 @@ func MoreProbes(name string, src Source) []Recorder {
 	}
 	var out []Recorder
 	for i, q := range p.more {
-		out = append(out, Recorder{Prog: probeProgName(name, i+1), Point: q.Point(nil)})
+		out = append(out, Recorder{Prog: probeProgName(name, i+1), Point: q.Point(nil), Why: q.Why()})
 	}
 	return out
 }

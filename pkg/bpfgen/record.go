@@ -405,6 +405,9 @@ func Record(s *RecordSpec) (*Program, error) {
 			shape = recordShape(f)
 		}
 		recorders[i] = Recorder{Point: src.Point(f)}
+		if p, ok := src.(*Probe); ok {
+			recorders[i].Why = p.Why()
+		}
 		recorders[i].Point.Cookie = uint64(f.ID)
 		if p := byShape[shape]; shape != "" && p != nil {
 			// Another event of this layout has a program: share it.
@@ -553,6 +556,9 @@ type Recorder struct {
 	// More, for an event of several probes, are the programs of its
 	// other probes and their points (MoreProbes).
 	More []Recorder
+	// Why says why a kernel probe's program runs on its fentry, fexit or
+	// kprobe (Probe.Why).
+	Why string
 }
 
 // Shared reports whether the recorder's program records other events of

@@ -291,8 +291,14 @@ func (j *LiveJob) Describe(w io.Writer) error {
 		switch tp := bpfgen.HistTracepoint(c.Layout); {
 		case c.Layout.Source != nil:
 			fmt.Fprintf(w, "# on %s: the record is built from the probe's fetch arguments\n", c.Layout.Source.Point(c.Format))
+			if p, ok := c.Layout.Source.(*bpfgen.Probe); ok && p.Why() != "" {
+				fmt.Fprintf(w, "# %s\n", p.Why())
+			}
 			for _, m := range bpfgen.MoreProbes(bpfgen.HistProgName, c.Layout.Source) {
 				fmt.Fprintf(w, "# and by %s on %s, from its own\n", m.Prog, m.Point)
+				if m.Why != "" {
+					fmt.Fprintf(w, "# %s\n", m.Why)
+				}
 			}
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)

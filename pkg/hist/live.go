@@ -55,7 +55,7 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 		Event:      f,
 		Control:    o.Control,
 	}
-	src, err := bpfgen.ProbeSource(f, ksym.KernelFuncRange)
+	src, err := bpfgen.ProbeSource(f, ksym.KernelFuncRange, probe.FentryArgs)
 	if err != nil {
 		return nil, err
 	}

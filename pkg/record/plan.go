@@ -341,7 +341,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 			return nil, err
 		}
 		spec.Control = spec.Control || len(re.Triggers) > 0
-		if re.Source, err = bpfgen.ProbeSource(ev.Format, ksym.KernelFuncRange); err != nil {
+		if re.Source, err = bpfgen.ProbeSource(ev.Format, ksym.KernelFuncRange, probe.FentryArgs); err != nil {
 			return nil, err
 		}
 		if nr, ok := syscalls.EventNumber(runtime.GOARCH, ev.Format.System, ev.Format.Name); ok {
@@ -539,8 +539,14 @@ func (p *Plan) Describe(w io.Writer) error {
 			fmt.Fprintf(&b, ", with the other syscall events on raw tracepoint %s", r.Point.Target)
 		case ev.Format.Probes != nil:
 			fmt.Fprintf(&b, ", built at %s", r.Point)
+			if r.Why != "" {
+				fmt.Fprintf(&b, " (%s)", r.Why)
+			}
 			for _, m := range r.More {
 				fmt.Fprintf(&b, ", by %s at %s", m.Prog, m.Point)
+				if m.Why != "" {
+					fmt.Fprintf(&b, " (%s)", m.Why)
+				}
 			}
 		case r.Point.Kind != attach.Tracepoint:
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.Point.Target)

@@ -31,6 +31,31 @@ func CheckPlan(plan string, btf bool) error {
 	return nil
 }
 
+// CheckProbePlan checks where gtrace's --dry-run plan of a record case
+// with a probe (-K DEF) puts the probe's program, by the case's name: a
+// case named fentry-* or fexit-* on the function's fentry or fexit, one
+// named kprobe-fallback-* on its kprobe or kretprobe; other names are
+// not checked.
+func CheckProbePlan(name, plan string) error {
+	var want []string
+	switch {
+	case strings.HasPrefix(name, "fentry-"):
+		want = []string{"built at fentry "}
+	case strings.HasPrefix(name, "fexit-"):
+		want = []string{"built at fexit "}
+	case strings.HasPrefix(name, "kprobe-fallback-"):
+		want = []string{"built at kprobe ", "built at kretprobe "}
+	default:
+		return nil
+	}
+	for _, w := range want {
+		if strings.Contains(plan, w) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the plan does not say %q", strings.Join(want, `" or "`))
+}
+
 // CompareHist compares gtrace's hist text with the kernel's hist file. They
 // must be equal byte for byte, except that entries with equal sort values
 // may come in another order: the kernel's order among them is its hash

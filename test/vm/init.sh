@@ -328,7 +328,8 @@ record_case() {
 		;;
 	esac
 	: >/tmp/k.defs
-	rest="$pdef ,,"
+	rest=
+	[ -z "$pdef" ] || rest="$pdef ,,"
 	while [ -n "$(trim "$rest")" ]; do
 		trim "${rest%%,,*}" >>/tmp/k.defs
 		rest=${rest#*,,}
@@ -336,6 +337,18 @@ record_case() {
 	while IFS= read -r d; do
 		echo "$d" >>$T/kprobe_events
 	done </tmp/k.defs
+	# "record FILTER -P PROTO": a kernel function event, which the kernel
+	# does not have (docs/funcevent.md): gtrace records it on the
+	# function's kprobe, the kernel's BTF hidden, in the kernel's place,
+	# and on its fentry. A "!" in PROTO stands for its "|", which
+	# separates the columns of the cases file.
+	case $filter in *" -P "*)
+		proto=$(echo "${filter#* -P }" | tr '!' '|')
+		filter=${filter%% -P *}
+		funcevent_case
+		return
+		;;
+	esac
 	# "record FILTER -R TRIGGER": the trigger too, on both sides.
 	rtrig=
 	case $filter in *" -R "*)
@@ -366,8 +379,37 @@ record_case() {
 		while IFS= read -r d; do
 			set -- "$@" --probe "$d"
 		done </tmp/k.defs
+		# Where gtrace puts the probe: fentry, fexit or kprobe, and why.
+		plan record -e "$event" -f "$filter" "$@"
 	fi
 	record_gtrace -e "$event" -f "$filter" "$@"
+}
+
+# funcevent_case: record_case's "-P PROTO": gtrace record --funcevent
+# PROTO on the kprobe (BTF hidden: KERNEL, its plan's lines in
+# KERNEL-STDERR) and on fentry (GTRACE, with its PLAN).
+funcevent_case() {
+	mount -t tmpfs nobtf /sys/kernel/btf
+	gtrace record --funcevent "$proto" -e "$event" -f "$filter" --dry-run 2>&1 | grep '^# gtrace_rec' >/tmp/k.plan
+	# shellcheck disable=SC2086 # ops are words
+	for try in 1 2 3; do
+		gtrace record --funcevent "$proto" -e "$event" -f "$filter" -o /tmp/k.dat -- vmload -pid $PID $ops >/tmp/k.err 2>&1
+		krc=$?
+		[ $krc = 75 ] || break
+	done
+	umount /sys/kernel/btf
+	cat /tmp/k.plan >>/tmp/k.err
+	: >/tmp/k.out
+	if [ $krc = 0 ]; then
+		trace-cmd report /tmp/k.dat >/tmp/k.out 2>>/tmp/k.err
+		krc=$?
+	fi
+	echo "=== KERNEL-TIME uptime=$(up)"
+	emit KERNEL $krc /tmp/k.out
+	emit KERNEL-STDERR 0 /tmp/k.err
+	snap=
+	plan record --funcevent "$proto" -e "$event" -f "$filter"
+	record_gtrace --funcevent "$proto" -e "$event" -f "$filter"
 }
 
 # list_case: TRIGGER is "list T1 ;; T2 ...", writes to the trigger file

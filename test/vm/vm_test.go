@@ -94,6 +94,15 @@ func check(t *testing.T, c *Case) {
 			t.Errorf("gtrace's plan: %v", err)
 		}
 	}
+	if c.Kind == "record" && c.Plan.Stdout != "" {
+		t.Logf("gtrace's plan:\n%s", c.Plan.Stdout)
+		if err := CheckProbePlan(c.Name, c.Plan.Stdout); err != nil {
+			t.Errorf("gtrace's plan: %v", err)
+		}
+		if strings.HasPrefix(c.Name, "fentry-funcevent-") && !strings.Contains(c.Kernel.Stderr, "built at kprobe ") {
+			t.Errorf("the kprobe side (the kernel's BTF hidden) did not run on a kprobe: %s", c.Kernel.Stderr)
+		}
+	}
 	if c.Kind == "plan" {
 		t.Logf("%.1f s", c.End-c.Start)
 		return

@@ -12,6 +12,8 @@
 //	    N calls of that system call
 //	lseek=FROM:TO:STEP
 //	    lseek(fd, off, SEEK_SET) on /dev/null for off = FROM, FROM+STEP, ... < TO
+//	lseek-file=FROM:TO:STEP
+//	    the same on an empty temporary file, where lseek returns off
 //	nanosleep=N:US
 //	    N calls of nanosleep for US microseconds: N wakeups of the task
 //	write-sym=NAME+OFF*N
@@ -124,6 +126,7 @@ type op struct {
 	nr             uintptr // system call number
 	from, to, step uintptr // lseek offsets, or 0, n, 1
 	addr           uintptr // write-sym: the address; nanosleep: the microseconds
+	file           bool    // lseek on the temporary file, not /dev/null
 }
 
 func run(ops []string) error {
@@ -136,9 +139,17 @@ func run(ops []string) error {
 		return err
 	}
 	fd := null.Fd()
+	tmp, err := os.CreateTemp("", "vmload")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
 	for _, o := range list {
 		for i := o.from; i < o.to; i += o.step {
 			switch {
+			case o.nr == syscall.SYS_LSEEK && o.file:
+				syscall.RawSyscall(o.nr, tmp.Fd(), i, 0)
 			case o.nr == syscall.SYS_LSEEK:
 				syscall.RawSyscall(o.nr, fd, i, 0)
 			case o.nr == syscall.SYS_WRITE:
@@ -176,11 +187,11 @@ func parseOps(ops []string) ([]op, error) {
 				return nil, fmt.Errorf("op %q: %w", s, err)
 			}
 			list = append(list, op{nr: simple[name], to: uintptr(n), step: 1})
-		case name == "lseek":
+		case name == "lseek" || name == "lseek-file":
 			var f [3]uint64
 			parts := strings.Split(arg, ":")
 			if len(parts) != 3 {
-				return nil, fmt.Errorf("op %q: want lseek=FROM:TO:STEP", s)
+				return nil, fmt.Errorf("op %q: want %s=FROM:TO:STEP", s, name)
 			}
 			for i, p := range parts {
 				v, err := strconv.ParseUint(p, 10, 64)
@@ -192,7 +203,7 @@ func parseOps(ops []string) ([]op, error) {
 			if f[2] == 0 {
 				return nil, fmt.Errorf("op %q: STEP is 0", s)
 			}
-			list = append(list, op{nr: syscall.SYS_LSEEK, from: uintptr(f[0]), to: uintptr(f[1]), step: uintptr(f[2])})
+			list = append(list, op{nr: syscall.SYS_LSEEK, from: uintptr(f[0]), to: uintptr(f[1]), step: uintptr(f[2]), file: name == "lseek-file"})
 		case name == "nanosleep":
 			n, us, ok := strings.Cut(arg, ":")
 			count, err := strconv.ParseUint(n, 10, 32)
