@@ -306,7 +306,7 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 	writeFileAt(t, enable, "0")
 	kfile := filepath.Join(t.TempDir(), "kernel.dat")
 	traceCmdExtract(t, "-B", instance, "-o", kfile)
-	kernel := probeReportLines(traceCmd(t, "report", "-i", kfile), regexp.MustCompile(fmt.Sprintf(`\S+-%d \[`, sh.Process.Pid)))
+	kernel := probeReportLines(traceCmd(t, "report", "-i", kfile), regexp.MustCompile(fmt.Sprintf(`\S+-%d +\[`, sh.Process.Pid)))
 	remove()
 
 	// gtrace's run.
@@ -320,7 +320,7 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
 	}
-	ours := probeReportLines(traceCmdReport(t, gfile), regexp.MustCompile(`\S+-\d+ \[`))
+	ours := probeReportLines(traceCmdReport(t, gfile), regexp.MustCompile(`\S+-\d+ +\[`))
 	// Each write hits w, a, r, f and m; the exec v and m.
 	if want := 5*len(probeWrites) + 2; len(kernel) != want {
 		t.Fatalf("the kernel recorded %d lines of sh, want %d:\n%s", len(kernel), want, strings.Join(kernel, "\n"))
@@ -328,7 +328,7 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 	if got, want := strings.Join(ours, "\n"), strings.Join(kernel, "\n"); got != want {
 		t.Errorf("gtrace's report differs from the kernel's:\n%s", testutil.FirstDiff(got, want))
 	}
-	who := regexp.MustCompile(`\S+-\d+ \[`)
+	who := regexp.MustCompile(`\S+-\d+ +\[`)
 	for name, file := range map[string]string{"gtrace's": gfile, "the kernel's": kfile} {
 		out, errOut, code := run(t, "report", "-i", file)
 		if code != 0 {
