@@ -58,7 +58,10 @@ docs/probes.md has the whole language.`,
   gtrace kprobe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' --list
   gtrace list --probe 'p:myprobe do_sys_openat2 dfd=%ax' -F 'kprobes:*'
   gtrace record --probe 'r:myret vfs_read ret=$retval:s64' -e kprobes:myret --dry-run   # fexit or kretprobe, and why
-  gtrace record --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' -e uprobes:mywrite -- ./app`,
+  gtrace record --probe 'p:mywrite /lib/x86_64-linux-gnu/libc.so.6:write fd=$arg1:s32 buf=+0($arg2):string' -e uprobes:mywrite -- ./app
+  gtrace kprobe 'p:myio /lib/x86_64-linux-gnu/libc.so.6:read fd=%di:s32' 'p:myio /lib/x86_64-linux-gnu/libc.so.6:write fd=%di:s32' --list
+  gtrace record --probe 'p:myexec /lib/x86_64-linux-gnu/libc.so.6:execve path=+0(%di):string argv=+0(%si):string[4]' -e uprobes:myexec -- ./app
+  gtrace kprobe 'p:mycall vfs_read caller=+0($stack):symstr' -F`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Defs = args

@@ -1,18 +1,24 @@
 package cmd
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
+	"github.com/gtrace/gtrace/pkg/tracedat"
 	"github.com/gtrace/gtrace/pkg/tracefs"
 )
 
@@ -27,6 +33,11 @@ import (
 // reads on, in the kernel as in gtrace), so each payload is longer than
 // those before it.
 const probeScript = `printf abcd >/dev/null; printf abcd >/dev/null; printf 0123456789 >/dev/null; printf hello-from-userspace! >/dev/null`
+
+// probeExecScript is probeScript, then the shell execs true in its own
+// process: one execve through libc, of argv {"/bin/true", "abc",
+// "defgh", NULL}.
+const probeExecScript = probeScript + `; exec /bin/true abc defgh`
 
 // probeWrites are the writes of probeScript, in order.
 var probeWrites = []struct {
@@ -121,6 +132,82 @@ func TestPrivilegedUprobeRecord(t *testing.T) {
 	}
 }
 
+// TestPrivilegedUprobeMultiProbe records and counts an event of two
+// probes (the kernel's multi-probe event), on libc's write and execve:
+// each write and the exec once, each record at its own probe's address
+// (the file offset's page offset: ASLR moves whole pages), the same
+// counts in a hist keyed by the address.
+func TestPrivilegedUprobeMultiProbe(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	libc := probeLibc(t)
+	defs := []string{
+		fmt.Sprintf("p:mm %s:write fd=%%di:s32 s=+0(%%si):string", libc),
+		fmt.Sprintf("p:mm %s:execve fd=\\2:s32 s=+0(%%di):string", libc),
+	}
+	want := map[string]int{} // "fd s" -> calls
+	for _, w := range probeWrites {
+		want[fmt.Sprintf(`1 "%s"`, w.buf)]++
+	}
+	want[`2 "/bin/true"`]++
+	var pages []uint64 // the page offset of each probe
+	for _, d := range defs {
+		listing, _, code := run(t, "kprobe", "--list", "--", d)
+		place := strings.Fields(listing)
+		if code != 0 || len(place) < 2 {
+			t.Fatalf("gtrace kprobe --list %s: exit %d, %q", d, code, listing)
+		}
+		off, err := strconv.ParseUint(place[1][strings.LastIndexByte(place[1], ':')+1:], 0, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, off&0xfff)
+	}
+	file := filepath.Join(t.TempDir(), "trace.dat")
+	errOut, code := recordLive(t, "-o", file, "--follow", "-e", "uprobes:mm", "--probe", defs[0], "--probe", defs[1], "--", "/bin/sh", "-c", probeExecScript)
+	if code != 0 {
+		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
+	}
+	line := regexp.MustCompile(`: mm: +\(([0-9a-f]+)\) fd=(\d) s=(".*")$`)
+	got := map[string]int{}
+	ips := map[string]map[uint64]bool{"1": {}, "2": {}}
+	for _, l := range probeLines(traceCmdReport(t, file), "mm") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %q is not an mm record", l)
+		}
+		got[m[2]+" "+m[3]]++
+		ip, _ := strconv.ParseUint(m[1], 16, 64)
+		ips[m[2]][ip] = true
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("records %v, want %v", got, want)
+	}
+	for i, fd := range []string{"1", "2"} {
+		if len(ips[fd]) != 1 {
+			t.Errorf("probe %d recorded at %d addresses, want one", i, len(ips[fd]))
+		}
+		for ip := range ips[fd] {
+			if ip&0xfff != pages[i] {
+				t.Errorf("probe %d recorded at %#x, its file offset's page offset is %#x", i, ip, pages[i])
+			}
+		}
+	}
+	out, errOut, code := run(t, "hist", "--probe", defs[0], "--probe", defs[1], "-e", "uprobes:mm", "-k", "fd", "--follow", "-q", "--", "/bin/sh", "-c", probeExecScript)
+	if code != 0 {
+		t.Fatalf("gtrace hist exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, w := range []string{
+		"{ fd:          1 } hitcount:          4\n",
+		"{ fd:          2 } hitcount:          1\n",
+		"    Hits: 5\n",
+		"    Dropped: 0\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
+		}
+	}
+}
+
 // TestPrivilegedUprobeHist counts libc's writes by a probe field: each
 // size as often as dash wrote it.
 func TestPrivilegedUprobeHist(t *testing.T) {
@@ -170,6 +257,14 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 		// of its own.
 		"p:%s/a%s %s:write c=+0(%%si):char[4] n=+1(%%si):u8[3]",
 		"r:%s/r%s %s:write ret=$retval:s32 rx=$retval:x64",
+		// An array of bitfields: the low nibbles of the payload's
+		// first three bytes.
+		"p:%s/f%s %s:write fd=%%di:s32 bf=+0(%%si):b4@0/8[3]",
+		// An array of strings: exec's argv, its NULL last.
+		"p:%s/v%s %s:execve path=+0(%%di):string argv=+0(%%si):string[4]",
+		// An event of two probes (a multi-probe event).
+		"p:%s/m%s %s:write fd=%%di:s32 s=+0(%%si):string",
+		"p:%s/m%s %s:execve fd=\\1:s32 s=+0(%%di):string",
 	}
 	var gtraceDefs, kernelDefs []string
 	for _, b := range bodies {
@@ -204,14 +299,14 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 	}
 	enable := tfs.Path("instances", instance, "events", group, "enable")
 	writeFileAt(t, enable, "1")
-	sh := exec.Command("/bin/sh", "-c", probeScript)
+	sh := exec.Command("/bin/sh", "-c", probeExecScript)
 	if err := sh.Run(); err != nil {
 		t.Fatal(err)
 	}
 	writeFileAt(t, enable, "0")
 	kfile := filepath.Join(t.TempDir(), "kernel.dat")
 	traceCmdExtract(t, "-B", instance, "-o", kfile)
-	kernel := probeReportLines(traceCmd(t, "report", "-i", kfile), fmt.Sprintf("sh-%d ", sh.Process.Pid))
+	kernel := probeReportLines(traceCmd(t, "report", "-i", kfile), regexp.MustCompile(fmt.Sprintf(`\S+-%d +\[`, sh.Process.Pid)))
 	remove()
 
 	// gtrace's run.
@@ -220,33 +315,109 @@ func TestPrivilegedUprobeOracleReport(t *testing.T) {
 	for _, d := range gtraceDefs {
 		args = append(args, "--probe", d)
 	}
-	args = append(args, "--", "/bin/sh", "-c", probeScript)
+	args = append(args, "--", "/bin/sh", "-c", probeExecScript)
 	errOut, code := recordLive(t, args...)
 	if code != 0 {
 		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
 	}
-	ours := probeReportLines(traceCmdReport(t, gfile), "sh-")
-	if len(kernel) != 3*len(probeWrites) {
-		t.Fatalf("the kernel recorded %d lines of sh, want %d:\n%s", len(kernel), 3*len(probeWrites), strings.Join(kernel, "\n"))
+	ours := probeReportLines(traceCmdReport(t, gfile), regexp.MustCompile(`\S+-\d+ +\[`))
+	// Each write hits w, a, r, f and m; the exec v and m.
+	if want := 5*len(probeWrites) + 2; len(kernel) != want {
+		t.Fatalf("the kernel recorded %d lines of sh, want %d:\n%s", len(kernel), want, strings.Join(kernel, "\n"))
 	}
 	if got, want := strings.Join(ours, "\n"), strings.Join(kernel, "\n"); got != want {
 		t.Errorf("gtrace's report differs from the kernel's:\n%s", testutil.FirstDiff(got, want))
 	}
+	who := regexp.MustCompile(`\S+-\d+ +\[`)
+	for name, file := range map[string]string{"gtrace's": gfile, "the kernel's": kfile} {
+		out, errOut, code := run(t, "report", "-i", file)
+		if code != 0 {
+			t.Fatalf("gtrace report %s: exit %d, stderr:\n%s", file, code, errOut)
+		}
+		if got, want := strings.Join(probeReportLines(out, who), "\n"), strings.Join(probeReportLines(traceCmd(t, "report", "-i", file), who), "\n"); got != want {
+			t.Errorf("gtrace report of %s recording differs from trace-cmd report's:\n%s", name, testutil.FirstDiff(got, want))
+		}
+	}
+	// trace-cmd does not read a field of an array of strings (its
+	// format parser stops at "char[][4]"): the records say what each
+	// recorded, as the kernel's own text prints it.
+	kv := probeStringArray(t, kfile, "v"+id, "argv", sh.Process.Pid)
+	gv := probeStringArray(t, gfile, "v"+id, "argv", 0)
+	if want := []string{`{"/bin/true","abc","defgh",(fault)}`}; !slices.Equal(kv, want) || !slices.Equal(gv, kv) {
+		t.Errorf("argv: gtrace recorded %q, the kernel %q, want %q", gv, kv, want)
+	}
+}
+
+// probeStringArray returns the array of strings field of each record of
+// event in a trace.dat (of the process pid, 0: any) as the kernel's text
+// prints it: {"s0","s1",...}, (fault) for a string of length 0.
+func probeStringArray(t *testing.T, file, event, field string, pid int) []string {
+	t.Helper()
+	f, err := tracedat.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fm *parse.Format
+	for _, ev := range f.Events {
+		if ev.Format.Name == event {
+			fm = ev.Format
+		}
+	}
+	if fm == nil {
+		t.Fatalf("%s: no event %s", file, event)
+	}
+	var fld *parse.Field
+	for i := range fm.Fields {
+		if fm.Fields[i].Name == field {
+			fld = &fm.Fields[i]
+		}
+	}
+	if fld == nil {
+		t.Fatalf("%s: event %s has no field %s", file, event, field)
+	}
+	var out []string
+	for _, b := range f.Buffers {
+		it := f.BufferRecords(b)
+		for it.Next() {
+			d := it.Record().Data
+			if int(binary.LittleEndian.Uint16(d)) != fm.ID || pid != 0 && int(int32(binary.LittleEndian.Uint32(d[4:]))) != pid {
+				continue
+			}
+			var elems []string
+			for at := fld.Offset; at < fld.Offset+fld.Size; at += 4 {
+				loc := binary.LittleEndian.Uint32(d[at:])
+				n, off := int(loc>>16), int(loc&0xffff)
+				if n == 0 {
+					elems = append(elems, "(fault)")
+					continue
+				}
+				elems = append(elems, strconv.Quote(string(d[off:off+n-1])))
+			}
+			out = append(out, "{"+strings.Join(elems, ",")+"}")
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // probeAddr matches the probe's addresses at the head of its text.
-var probeAddr = regexp.MustCompile(`\([0-9a-f]+( <- [0-9a-f]+)?\)`)
+var probeAddr = regexp.MustCompile(`\([0-9a-f]+( <- [0-9a-f]+)?\)|__probe_ip=0x[0-9a-f]+`)
 
-// probeReportLines returns the report lines that hold who ("sh-PID "),
-// from the event's name on, the probe's addresses blanked.
-func probeReportLines(report, who string) []string {
+// probeReportLines returns the report lines of the tasks who matches
+// (the head of a line: "COMM-PID [CPU]", the comm as the report names
+// the pid, true after the exec), from the event's name on, the probe's
+// addresses blanked.
+func probeReportLines(report string, who *regexp.Regexp) []string {
 	var out []string
 	for _, l := range strings.Split(report, "\n") {
-		i := strings.Index(l, who)
-		if i < 0 {
+		m := who.FindStringIndex(l)
+		if m == nil {
 			continue
 		}
-		l = l[i:]
+		l = l[m[1]:]
 		if j := strings.Index(l, ": "); j >= 0 {
 			l = l[j+2:]
 		}

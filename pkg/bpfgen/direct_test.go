@@ -1,6 +1,7 @@
 package bpfgen
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestSyscallGroups(t *testing.T) {
 		case i >= 5+minGroup-2:
 			w = exitRec
 		}
-		if got := p.Recorders[i]; got != w {
+		if got := p.Recorders[i]; !reflect.DeepEqual(got, w) {
 			t.Errorf("Recorders[%d] = %+v, want %+v", i, got, w)
 		}
 	}
@@ -172,7 +173,7 @@ func TestSyscallGroups(t *testing.T) {
 		if p, err = Record(spec); err != nil {
 			t.Fatal(err)
 		}
-		if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || p.Recorders[0] != (Recorder{Prog: RecordProgName(0), Point: attach.TracepointAt("syscalls", "sys_enter_openat")}) {
+		if p.Collection.Programs[SysEnterProgName] != nil || p.Collection.Programs[RecordProgName(0)] == nil || !reflect.DeepEqual(p.Recorders[0], Recorder{Prog: RecordProgName(0), Point: attach.TracepointAt("syscalls", "sys_enter_openat")}) {
 			t.Errorf("%s: a syscall group for sys_enter", name)
 		}
 	}

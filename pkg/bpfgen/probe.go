@@ -94,6 +94,9 @@ type Probe struct {
 	fn   *parse.FuncEvent
 	offs []int
 	end  int
+	// more are the event's other probes (the kernel's multi-probe
+	// event), each with a program of its own (Collection.Add).
+	more []*Probe
 	// fentry puts the program on the function's fentry (fexit for a
 	// return probe) instead of its kprobe; nargs is then the function's
 	// number of arguments in the kernel's BTF. why says why the probe
@@ -106,8 +109,7 @@ type Probe struct {
 // NewProbe returns the source of the probe d for the machine's
 // architecture. syms resolves a kernel symbol to its address (lo), for
 // a kprobe's @SYM arguments (nil when it has none). It refuses what gtrace does not
-// build: an array of strings, symstr, an array of bitfields, a uprobe at
-// a symbol not yet resolved.
+// build: a uprobe at a symbol not yet resolved.
 func NewProbe(d *parse.ProbeDef, syms parse.FuncResolver) (*Probe, error) {
 	return newProbe(d, runtime.GOARCH, syms)
 }
@@ -124,14 +126,6 @@ func newProbe(d *parse.ProbeDef, arch string, syms parse.FuncResolver) (*Probe, 
 	}
 	p := &Probe{Def: d, arch: arch, symbols: map[string]uint64{}}
 	for _, a := range d.Args {
-		switch {
-		case a.Count > 0 && a.Type.String:
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of strings (%s)", d.FullName(), a.Name, a.Comm)
-		case a.Type.Name == "symstr":
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record symstr: use :symbol, which the report prints as the symbol", d.FullName(), a.Name)
-		case a.Count > 0 && a.BitWidth != 0:
-			return nil, fmt.Errorf("probe %s: argument %s: gtrace does not record arrays of bitfields", d.FullName(), a.Name)
-		}
 		for f := a.Fetch; f != nil; f = f.Inner {
 			if f.Op != parse.FetchSymbol {
 				continue
@@ -223,8 +217,13 @@ func (p *Probe) Point(*parse.Format) attach.Point {
 // String describes the source for --dry-run.
 func (p *Probe) String() string { return p.Point(nil).String() }
 
-func (p *Probe) stack() int            { return 8 }
-func (p *Probe) maps() []*ebpf.MapSpec { return []*ebpf.MapSpec{probeRecordMap()} }
+func (p *Probe) stack() int { return 8 }
+func (p *Probe) maps() []*ebpf.MapSpec {
+	if p.symstrs() == nil {
+		return []*ebpf.MapSpec{probeRecordMap()}
+	}
+	return []*ebpf.MapSpec{probeRecordMap(), probeFormatMap()}
+}
 func (p *Probe) program(ps *ebpf.ProgramSpec) {
 	if !p.fentry {
 		ps.Type = ebpf.Kprobe
@@ -272,6 +271,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 			b.Comment("%s=%s at %d", a.Name, a.Comm, p.offs[i])
 			p.emitArg(b, a, int16(p.offs[i]), rec)
 		}
+		p.emitSymstrLens(b)
 		b.Comment("R6 = the record")
 		b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
 		return
@@ -312,6 +312,7 @@ func (p *Probe) emit(b *Builder, rec int16, id EventID, out string) {
 		p.emitArg(b, a, off, rec)
 		off += int16(a.Type.Size * max(a.Count, 1))
 	}
+	p.emitSymstrLens(b)
 	b.Comment("R6 = the record")
 	b.Emit(asm.Mov.Reg(asm.R6, asm.R7))
 }
@@ -352,6 +353,14 @@ func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
 	fault := b.Label("fault")
 	done := b.Label("stored")
 	t := a.Type
+	if t.String && a.Count > 0 {
+		p.emitStringArray(b, a, off, tmp)
+		return
+	}
+	if t.Name == "symstr" {
+		p.emitSymstr(b, a, off, tmp)
+		return
+	}
 	if t.String {
 		p.emitString(b, a, off, tmp)
 		return
@@ -367,7 +376,19 @@ func (p *Probe) emitArg(b *Builder, a parse.ProbeArg, off, tmp int16) {
 			asm.Mov.Imm(asm.R2, int32(n)),
 			p.readHelper(f).Call(),
 		)
-		// A failed read leaves the array zero.
+		// A failed read leaves the array zero, and so its bitfields.
+		if w := a.BitWidth; w > 0 {
+			b.Comment("each element's bitfield")
+			for i := 0; i < a.Count; i++ {
+				at := off + int16(i*t.Size)
+				b.Emit(
+					asm.LoadMem(asm.R0, asm.R7, at, sizes[t.Size]),
+					asm.LSh.Imm(asm.R0, int32(64-w-a.BitOffset)),
+					asm.RSh.Imm(asm.R0, int32(64-w)),
+					asm.StoreMem(asm.R7, at, asm.R0, sizes[t.Size]),
+				)
+			}
+		}
 		return
 	}
 	if isMemory(f.Op) {
@@ -448,6 +469,172 @@ func (p *Probe) emitString(b *Builder, a parse.ProbeArg, off, tmp int16) {
 	b.Comment("(fault): no data")
 	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
 	b.Mark(done)
+}
+
+// emitStringArray stores an array of strings: the fetch's address holds
+// the array of the strings' addresses (the kernel's FETCH_OP_LP_ARRAY
+// over a dereference, kept as the pointers' read); each element's
+// __data_loc word at R7+off+4*i, its data at R7+R6, one after the other.
+// A string that cannot be read has length 0; so have an element whose
+// pointer cannot be read and those after it (the kernel stops there and
+// leaves their words as they were).
+func (p *Probe) emitStringArray(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	f := a.Fetch
+	h := asm.FnProbeReadKernelStr
+	if p.Def.User || a.Type.Name == "ustring" {
+		h = asm.FnProbeReadUserStr
+	}
+	stop := b.Label("strs_stop")
+	b.Comment("%s: every element (fault) until read", a.Name)
+	for i := 0; i < a.Count; i++ {
+		b.Emit(asm.StoreMem(asm.R7, off+int16(4*i), asm.R6, asm.Word))
+	}
+	for i := 0; i < a.Count; i++ {
+		at := off + int16(4*i)
+		fault := b.Label("strs_fault")
+		done := b.Label("strs_next")
+		b.Comment("%s[%d]", a.Name, i)
+		p.emitAddr(b, f, tmp, stop)
+		if i > 0 {
+			b.Emit(asm.Add.Imm(asm.R0, int32(8*i)))
+		}
+		p.emitRead(b, p.userRead(f), 8, tmp, stop)
+		b.Emit(
+			asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Add.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, ProbeStringMax),
+			h.Call(),
+			asm.JSLE.Imm(asm.R0, 0, fault),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.LSh.Imm(asm.R1, 16),
+			asm.Or.Reg(asm.R1, asm.R6),
+			asm.StoreMem(asm.R7, at, asm.R1, asm.Word),
+			asm.Add.Reg(asm.R6, asm.R0),
+			asm.Ja.Label(done),
+		)
+		b.Mark(fault)
+		b.Emit(asm.StoreMem(asm.R7, at, asm.R6, asm.Word))
+		b.Mark(done)
+	}
+	b.Mark(stop)
+}
+
+// probeFormatMapName names the read-only map of the bpf_snprintf format
+// of symstr arguments; a name of .rodata is frozen when loaded, as
+// bpf_snprintf wants its format.
+const probeFormatMapName = ".rodata.probe"
+
+// probeSymstrFormat is the format that prints a symstr: %pS is the
+// kernel's sprint_symbol, as its symstr fetch writes it ("name+0xOFF/0xSIZE
+// [module]", or the address in hex where no symbol holds it).
+const probeSymstrFormat = "%pS\x00"
+
+// probeFormatMap is the spec of the map of probeSymstrFormat.
+func probeFormatMap() *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name: probeFormatMapName, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(probeSymstrFormat)), MaxEntries: 1,
+		Flags:    mapRdonlyProg,
+		Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte(probeSymstrFormat)}},
+	}
+}
+
+// mapRdonlyProg is BPF_F_RDONLY_PROG: programs only read the map.
+const mapRdonlyProg = 1 << 7
+
+// symstrs returns the record offsets of the probe's symstr arguments'
+// __data_loc words, in order.
+func (p *Probe) symstrs() []int16 {
+	var out []int16
+	off := parse.CommonSize + 8
+	if p.Def.Return {
+		off += 8
+	}
+	for i, a := range p.Def.Args {
+		at := off
+		if p.fn != nil {
+			at = p.offs[i]
+		}
+		if a.Type.Name == "symstr" {
+			out = append(out, int16(at))
+		}
+		off += a.Type.Size * max(a.Count, 1)
+	}
+	return out
+}
+
+// emitSymstr stores a symstr argument: the symbol string of the fetch's
+// value as the kernel's fetch_store_symstring writes it with
+// sprint_symbol (bpf_snprintf's %pS), its data at R7+R6. As the kernel
+// does, R6 moves past the text but not its NUL, where the next string's
+// data starts, and the __data_loc word keeps the room the kernel measured
+// for it and the strings after it, which emitSymstrLens sets when they
+// are stored; until then the word's length is 1 if the text is stored,
+// 0 if its value cannot be read (the kernel measures it 0 then, and
+// stores nothing).
+func (p *Probe) emitSymstr(b *Builder, a parse.ProbeArg, off, tmp int16) {
+	fault := b.Label("sym_fault")
+	done := b.Label("sym_done")
+	f := a.Fetch
+	if isMemory(f.Op) {
+		p.emitAddr(b, f, tmp, fault)
+		p.emitRead(b, p.userRead(f), 8, tmp, fault)
+	} else {
+		p.emitValue(b, f, tmp, fault)
+	}
+	b.Emit(
+		asm.StoreMem(asm.R10, tmp, asm.R0, asm.DWord),
+		asm.JGT.Imm(asm.R6, ProbeRecordMax-ProbeStringMax, fault),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, ProbeStringMax),
+		asm.LoadMapValue(asm.R3, 0, 0).WithReference(probeFormatMapName),
+		asm.Mov.Reg(asm.R4, asm.R10),
+		asm.Add.Imm(asm.R4, int32(tmp)),
+		asm.Mov.Imm(asm.R5, 8),
+		asm.FnSnprintf.Call(),
+		asm.JSLE.Imm(asm.R0, 0, fault),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Or.Imm(asm.R1, 1<<16),
+		asm.StoreMem(asm.R7, off, asm.R1, asm.Word),
+		asm.Add.Reg(asm.R6, asm.R0),
+		asm.Sub.Imm(asm.R6, 1),
+		asm.Ja.Label(done),
+	)
+	b.Mark(fault)
+	b.Comment("a value that cannot be read: no text")
+	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
+	b.Mark(done)
+}
+
+// emitSymstrLens sets the length of each symstr's __data_loc word to the
+// room the kernel gives it (store_trace_args): the data from its offset
+// to the end of the record's, with the NUL of each stored symstr from it
+// on, which the kernel measures and then does not keep. R6 is the end of
+// the data. Clobbers R0-R2.
+func (p *Probe) emitSymstrLens(b *Builder) {
+	offs := p.symstrs()
+	if offs == nil {
+		return
+	}
+	b.Comment("the symstrs' lengths: the room the kernel measured")
+	b.Emit(asm.Mov.Imm(asm.R2, 0))
+	for i := len(offs) - 1; i >= 0; i-- {
+		b.Emit(
+			asm.LoadMem(asm.R0, asm.R7, offs[i], asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.RSh.Imm(asm.R1, 16),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.And.Imm(asm.R0, 0xffff),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Sub.Reg(asm.R1, asm.R0),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.LSh.Imm(asm.R1, 16),
+			asm.Or.Reg(asm.R1, asm.R0),
+			asm.StoreMem(asm.R7, offs[i], asm.R1, asm.Word),
+		)
+	}
 }
 
 // strHelper is the string read of an argument: user memory for a
@@ -630,29 +817,61 @@ func probeArgLoc(arch string, n int) (reg string, stack int) {
 }
 
 // ProbeSource returns the source of a probe event's program, from its
-// definition (f.Probes), or nil for an event of the kernel's. An event
-// of several probes (the kernel's multi-probe events) is refused: its
-// program is the probe's. syms is as NewProbe's; check tells whether a
-// kernel probe may run on its function's fentry or fexit instead
-// (Probe.TryFentry).
+// definitions (f.Probes), or nil for an event of the kernel's. An event
+// of several probes (the kernel's multi-probe event: definitions of one
+// name and arguments at other places) has a program per probe, each
+// building the event's record from its own fetch arguments:
+// Collection.Add adds the others' with the first's, and MoreProbes says
+// where each runs. syms is as NewProbe's; check tells whether a kernel
+// probe may run on its function's fentry or fexit instead
+// (Probe.TryFentry), each probe of an event for itself.
 func ProbeSource(f *parse.Format, syms parse.FuncResolver, check FentryCheck) (Source, error) {
-	switch len(f.Probes) {
-	case 0:
+	if len(f.Probes) == 0 {
 		return nil, nil
-	case 1:
-	default:
-		return nil, fmt.Errorf("event %s has %d probes: gtrace runs an event of one probe (define each with a name of its own)", f.FullName(), len(f.Probes))
 	}
-	var p *Probe
-	var err error
 	if f.Func != nil {
-		p, err = NewFuncEventProbe(f.Func, f.Probes[0], syms)
-	} else {
-		p, err = NewProbe(f.Probes[0], syms)
+		if len(f.Probes) > 1 {
+			return nil, fmt.Errorf("function event %s has %d probes: a function event is one", f.FullName(), len(f.Probes))
+		}
+		p, err := NewFuncEventProbe(f.Func, f.Probes[0], syms)
+		if err != nil {
+			return nil, err
+		}
+		p.TryFentry(check)
+		return p, nil
 	}
-	if err != nil {
-		return nil, err
+	var first *Probe
+	for _, d := range f.Probes {
+		p, err := NewProbe(d, syms)
+		if err != nil {
+			return nil, err
+		}
+		p.TryFentry(check)
+		if first == nil {
+			first = p
+			continue
+		}
+		first.more = append(first.more, p)
 	}
-	p.TryFentry(check)
-	return p, nil
+	return first, nil
 }
+
+// MoreProbes returns the programs of the other probes of an event of
+// several probes whose first probe's program, of source src, is named
+// name (Collection.Add adds them), each with where it runs; none for
+// another source.
+func MoreProbes(name string, src Source) []Recorder {
+	p, ok := src.(*Probe)
+	if !ok {
+		return nil
+	}
+	var out []Recorder
+	for i, q := range p.more {
+		out = append(out, Recorder{Prog: probeProgName(name, i+1), Point: q.Point(nil), Why: q.Why()})
+	}
+	return out
+}
+
+// probeProgName names the program of an event's probe i (from 1) after
+// the first, whose program is named name.
+func probeProgName(name string, i int) string { return fmt.Sprintf("%s_%d", name, i) }

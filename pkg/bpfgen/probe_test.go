@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,6 +29,10 @@ var probeCases = []struct {
 	{"kprobe_nested", "amd64", "p:kp vfs_read pos=+0(+8(+16(%si))):s64 neg=-8(+0(%di)):x16 user=+u0(+u8(%si)):u32", 0},
 	{"kprobe_bitfield", "amd64", "p:kp vfs_read b=+0(%si):b3@2/8 w=+4(%si):b12@4/32 r=%di:b1@63/64", 0},
 	{"kprobe_array", "amd64", "p:kp vfs_read a=+0(%si):u8[16] w=+8(%di):x32[4] s=+0(%dx):s16[2]", 0},
+	{"kprobe_bitfield_array", "amd64", "p:kp vfs_read a=+0(%si):b4@2/8[3] w=+8(%di):b12@4/32[2]", 0},
+	{"kprobe_string_array", "amd64", "p:kp vfs_read a=+8(%si):string[2] u=+0(%di):ustring[2] p=+u0(%dx):string[2]", 0},
+	{"kprobe_symstr", "amd64", "p:kp vfs_read f=%ip:symstr n=+0(%si):string p=+8(%di):symstr c=$comm", 0},
+	{"uprobe_string_array", "amd64", "p:up /bin/true:0x1000 argv=+0(%si):string[3] n=%di:s32", 0},
 	{"kprobe_strings", "amd64", `p:kp do_sys_openat2 name=+0(%si):string u=+0(%si):ustring uu=+u0(%si):string comm=$comm lit=\"gtrace" n=+0(\4096):string`, 0},
 	{"kprobe_symbols", "amd64", "p:kp vfs_read f=%ip:symbol j=@jiffies:u64 o=@jiffies+8:x32 a=@0xffffffff81000000:u8 s=$stack2 sp=$stack a9=$arg9 a2=$arg2", 0},
 	{"kretprobe", "amd64", "r16:kr vfs_read ret=$retval:s64 a1=$arg1", 0},
@@ -37,6 +42,8 @@ var probeCases = []struct {
 	{"kretprobe_arm64", "arm64", "r:kr vfs_read ret=$retval:s64 pc=%pc pstate=%pstate", 0},
 	{"fentry", "amd64", "p:kl __x64_sys_lseek fd=+112(%di):s32 w=+96(%di):u32 b=+104(%di):b4@1/64 cm=$comm a=$arg1 j=@jiffies", 1},
 	{"fexit", "amd64", "r:klr __x64_sys_lseek ret=$retval:s64 s=+0($retval):string", 1},
+	{"fentry_arrays", "amd64", "p:kp vfs_read a=+8(%si):string[2] b=+0(%di):b4@2/8[3] s=%dx:symstr c=$comm", 4},
+	{"fexit_symstr", "amd64", "r:kr vfs_read ret=$retval:symstr", 4},
 }
 
 // TestProbeGolden generates each probe's program (a record action after
@@ -140,12 +147,9 @@ func TestProbeRecordLayout(t *testing.T) {
 // TestProbeRefused: what the source does not build is refused by name.
 func TestProbeRefused(t *testing.T) {
 	for def, want := range map[string]string{
-		"p:kp vfs_read s=+0(%si):string[2]": "gtrace does not record arrays of strings",
-		"p:kp vfs_read s=%si:symstr":        "gtrace does not record symstr",
-		"p:kp vfs_read s=+0(%si):b2@1/8[2]": "gtrace does not record arrays of bitfields",
-		"p:kp vfs_read s=@jiffies":          "@jiffies needs the kernel's symbols",
-		"p:up /bin/true:write a=%di":        "is not resolved to a file offset",
-		"p:kp vfs_read a=%di b=%si c=%dx":   "",
+		"p:kp vfs_read s=@jiffies":        "@jiffies needs the kernel's symbols",
+		"p:up /bin/true:write a=%di":      "is not resolved to a file offset",
+		"p:kp vfs_read a=%di b=%si c=%dx": "",
 		"p:kp vfs_read a=+0(%di):u64[64] b=+0(%di):u64[64] c=+0(%di):u64[64] d=+0(%di):u64[64] e=+0(%di):u64[64] f=+0(%di):u64[64] g=+0(%di):u64[64] h=+0(%di):u64[64]": "its fields take",
 	} {
 		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})
@@ -202,6 +206,53 @@ func TestProbeArgLoc(t *testing.T) {
 				t.Errorf("%s $arg%d: %s, parse says %s", arch, n, got, want)
 			}
 		}
+	}
+}
+
+// TestProbeMulti: an event of several probes (the kernel's multi-probe
+// event) has a program per probe, each building the one event's record
+// (its ID) from its own fetch arguments, and the recorder names where
+// each runs.
+func TestProbeMulti(t *testing.T) {
+	var defs []*parse.ProbeDef
+	for _, src := range []string{"p:up /bin/true:0x1000 n=%di:u32", "p:up /bin/true:0x2000 n=%si:u32"} {
+		d, err := parse.ParseProbe("def", src, parse.ProbeOptions{Arch: "amd64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, d)
+	}
+	f := defs[0].Format(65279)
+	f.Probes = defs
+	src, err := ProbeSource(f, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Record(&RecordSpec{CPUs: 2, RingSize: 1 << 16, MaxRecord: 4064, Events: []RecordEvent{{Format: f, Source: src}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Recorders[0]
+	want := []Recorder{{Prog: RecordProgName(0) + "_1", Point: attach.Point{Kind: attach.Uprobe, Target: "/bin/true", Offset: 0x2000}}}
+	if r.Point != (attach.Point{Kind: attach.Uprobe, Target: "/bin/true", Offset: 0x1000}) || !reflect.DeepEqual(r.More, want) {
+		t.Fatalf("recorder %+v, want the first probe's point and More %+v", r, want)
+	}
+	for i, reg := range []int64{112, 104} { // %di, %si in pt_regs
+		name := RecordProgName(0)
+		if i > 0 {
+			name = want[i-1].Prog
+		}
+		ps := p.Collection.Programs[name]
+		if ps == nil {
+			t.Fatalf("no program %s", name)
+		}
+		text := ps.Instructions.String()
+		if !strings.Contains(text, fmt.Sprintf("src: r8 off: %d ", reg)) || !strings.Contains(text, fmt.Sprintf("imm: %d", f.ID)) {
+			t.Errorf("program %s does not read %d(pt_regs) into event %d's record:\n%s", name, reg, f.ID, text)
+		}
+	}
+	if n := len(p.Collection.Programs); n != 2 {
+		t.Errorf("%d programs, want 2", n)
 	}
 }
 

@@ -468,6 +468,7 @@ func Record(s *RecordSpec) (*Program, error) {
 		byName[p.Name] = p
 		order = append(order, p)
 		recorders[i].Prog = p.Name
+		recorders[i].More = MoreProbes(p.Name, src)
 	}
 	for _, p := range order {
 		if err := c.Add(p); err != nil {
@@ -552,6 +553,9 @@ type Recorder struct {
 	Prog  string       // the program's name in the collection
 	Point attach.Point // where it runs for the event; a shared program's cookie is the event's ID
 	Group bool         // it records other syscalls events too (see syscalls.go)
+	// More, for an event of several probes, are the programs of its
+	// other probes and their points (MoreProbes).
+	More []Recorder
 	// Why says why a kernel probe's program runs on its fentry, fexit or
 	// kprobe (Probe.Why).
 	Why string
@@ -827,14 +831,18 @@ func emitDynamic(b *Builder, maxRecord int, id EventID, fixed int, dynamic []*pa
 	b.Comment("R9 = record length: %d, or the end of the furthest dynamic field", fixed)
 	b.Emit(asm.Mov.Imm(asm.R9, int32(fixed)))
 	for _, d := range dynamic {
-		b.Comment("end of %s", d.Name)
-		emitLocEnd(b, d)
-		keep := b.Label("shorter")
-		b.Emit(
-			asm.JLE.Reg(asm.R1, asm.R9, keep),
-			asm.Mov.Reg(asm.R9, asm.R1),
-		)
-		b.Mark(keep)
+		// An array of strings (a probe's __data_loc char[][N]) has a
+		// word per string.
+		for at := 0; at < max(d.Size, 4); at += 4 {
+			b.Comment("end of %s", d.Name)
+			emitLocEnd(b, d, at)
+			keep := b.Label("shorter")
+			b.Emit(
+				asm.JLE.Reg(asm.R1, asm.R9, keep),
+				asm.Mov.Reg(asm.R9, asm.R1),
+			)
+			b.Mark(keep)
+		}
 	}
 	short := b.Label("fits")
 	long := b.Label("long_enough")
@@ -867,11 +875,12 @@ func emitDynamic(b *Builder, maxRecord int, id EventID, fixed int, dynamic []*pa
 }
 
 // emitLocEnd leaves in R1 the end of a dynamic field's payload, from the
-// start of the record: offset + length of its __data_loc word, counted from
-// just past the word for __rel_loc. Clobbers R1, R2.
-func emitLocEnd(b *Builder, d *parse.Field) {
+// start of the record: offset + length of its __data_loc word (the one at
+// the field's offset + at), counted from just past the word for
+// __rel_loc. Clobbers R1, R2.
+func emitLocEnd(b *Builder, d *parse.Field, at int) {
 	b.Emit(
-		asm.LoadMem(asm.R1, asm.R6, int16(d.Offset), asm.Word),
+		asm.LoadMem(asm.R1, asm.R6, int16(d.Offset+at), asm.Word),
 		asm.Mov.Reg(asm.R2, asm.R1),
 		asm.RSh.Imm(asm.R2, 16),
 		asm.And.Imm(asm.R1, 0xffff),

@@ -385,8 +385,19 @@ func NewCollection() *Collection {
 	return &Collection{spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
 }
 
-// Add generates a program and adds it with the maps of its actions.
+// Add generates a program and adds it with the maps of its actions; a
+// program of an event of several probes comes with the same program on
+// each other probe (MoreProbes names them).
 func (c *Collection) Add(p *Prog) error {
+	if src, ok := p.Source.(*Probe); ok {
+		for i, q := range src.more {
+			other := *p
+			other.Name, other.Source = probeProgName(p.Name, i+1), q
+			if err := c.Add(&other); err != nil {
+				return err
+			}
+		}
+	}
 	ps, err := p.Generate()
 	if err != nil {
 		return err

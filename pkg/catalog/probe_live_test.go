@@ -35,6 +35,16 @@ var uprobeOracleDefs = []string{
 	"r:G/e14 F:0x1000%return(0x40) ret=$retval:u8",
 	"p:G.e15 F:0x1000 a=+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(%di))))))))))))):u8",
 	"p:G/e16 F:010",
+	"p:G/e17 F:0x1000 a=+0(%si):b4@0/8[2] b=+2(%di):b3@5/16[4]",
+}
+
+// uprobeOracleMulti are multi-probe events: definitions of one event at
+// other places, with the same argument names and types, which the kernel
+// lists a line each under the first's format.
+var uprobeOracleMulti = [][]string{
+	{"p:G/m1 F:0x1000 a=%di:s32 b=+0(%si):string", "p:G/m1 F:0x2000 a=%dx:s32 b=+8(%di):string", "p:G/m1 F:0x3000(0x20) a=$stack1:s32 b=+0(%ax):string"},
+	{"r:G/m2 F:0x1000 ret=$retval:u16", "r:G/m2 F:0x3000 ret=%ax:u16"},
+	{"p:G/m3 F:0x1000 v=+0(%si):string[2]", "p:G/m3 F:0x1000 v=+8(%si):string[2]"},
 }
 
 // uprobeOracleExt are uprobes that gtrace takes beyond the kernel: at a
@@ -189,6 +199,58 @@ func TestPrivilegedUprobeOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			if k, g := dropID(string(text)), dropID(d.FormatFile(0)); k != g {
+				t.Errorf("format: %s\nkernel:\n%s\ngtrace:\n%s", testutil.FirstDiff(g, k), k, g)
+			}
+		})
+	}
+	for _, tmpls := range uprobeOracleMulti {
+		t.Run(strings.Join(tmpls, "; "), func(t *testing.T) {
+			var defs []*parse.ProbeDef
+			for _, tmpl := range tmpls {
+				d, err := parse.ParseProbe("probe", expand(tmpl), parse.ProbeOptions{})
+				if err != nil {
+					t.Fatalf("ParseProbe(%q) = %+v", expand(tmpl), err)
+				}
+				defs = append(defs, d)
+			}
+			c, err := WithProbes(Live(fs), defs, "probe")
+			if err != nil {
+				t.Fatalf("WithProbes: %v", err)
+			}
+			d := defs[0]
+			_, format, err := c.Format(Event{d.Group, d.Event})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := write("-:" + d.Group + "/" + d.Event); err != nil {
+					t.Errorf("remove %s: %v", d.FullName(), err)
+				}
+			}()
+			for _, e := range defs {
+				if err := write(e.Kernel()); err != nil {
+					msg, col := lastError(t, fs)
+					t.Fatalf("kernel refuses %q: %v: %s at %d", e.Kernel(), err, msg, col)
+				}
+			}
+			list, err := fs.ReadFile("uprobe_events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range strings.Split(string(list), "\n") {
+				if strings.Contains(l, ":"+group+"/"+d.Event+" ") {
+					got = append(got, l)
+				}
+			}
+			if want := ProbeListing(c); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("listing:\nkernel %s\ngtrace %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+			}
+			text, err := fs.ReadFile("events", d.Group, d.Event, "format")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, g := dropID(string(text)), dropID(format); k != g {
 				t.Errorf("format: %s\nkernel:\n%s\ngtrace:\n%s", testutil.FirstDiff(g, k), k, g)
 			}
 		})

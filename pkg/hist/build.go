@@ -294,6 +294,12 @@ func (j *LiveJob) Describe(w io.Writer) error {
 			if p, ok := c.Layout.Source.(*bpfgen.Probe); ok && p.Why() != "" {
 				fmt.Fprintf(w, "# %s\n", p.Why())
 			}
+			for _, m := range bpfgen.MoreProbes(bpfgen.HistProgName, c.Layout.Source) {
+				fmt.Fprintf(w, "# and by %s on %s, from its own\n", m.Prog, m.Point)
+				if m.Why != "" {
+					fmt.Fprintf(w, "# %s\n", m.Why)
+				}
+			}
 		case tp != "":
 			fmt.Fprintf(w, "# on raw tracepoint %s: the record is built from its arguments\n", tp)
 		case c.Layout.Direct == nil && bpfgen.DirectTracepoint(c.Format) != "":

@@ -172,6 +172,12 @@ func start(c *Compiled, follow []uint32, owner *Live) (*Live, error) {
 		objs.Close()
 		return nil, err
 	}
+	for _, m := range bpfgen.MoreProbes(bpfgen.HistProgName, c.Layout.Source) {
+		if err := objs.Attach(m.Prog, m.Point); err != nil {
+			objs.Close()
+			return nil, err
+		}
+	}
 	return &Live{c: c, objs: objs}, nil
 }
 

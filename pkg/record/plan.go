@@ -549,6 +549,12 @@ func (p *Plan) Describe(w io.Writer) error {
 			if r.Why != "" {
 				fmt.Fprintf(&b, " (%s)", r.Why)
 			}
+			for _, m := range r.More {
+				fmt.Fprintf(&b, ", by %s at %s", m.Prog, m.Point)
+				if m.Why != "" {
+					fmt.Fprintf(&b, " (%s)", m.Why)
+				}
+			}
 		case r.Point.Kind != attach.Tracepoint:
 			fmt.Fprintf(&b, ", built on raw tracepoint %s", r.Point.Target)
 		case r.Shared():

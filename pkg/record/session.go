@@ -221,6 +221,11 @@ func Start(p *Plan, out Output, o StartOptions) (_ *Session, err error) {
 		aerr, ok := done[key]
 		if !ok {
 			aerr = s.objs.Attach(r.Prog, r.Point)
+			for _, m := range r.More {
+				if aerr == nil {
+					aerr = s.objs.Attach(m.Prog, m.Point)
+				}
+			}
 			done[key] = aerr
 		}
 		switch {

@@ -171,8 +171,15 @@ func (ev *event) findAnyField(name string) *field {
 // stored (its print fmt may span lines).
 func (p *printer) compileEvent(fm *parse.Format, text string) *event {
 	ev := &event{id: fm.ID, system: fm.System, name: fm.Name, format: fm, full: fm.System + ":" + fm.Name}
+	unread := false
 	for i := range fm.Fields {
 		pf := &fm.Fields[i]
+		if unread = strings.HasPrefix(pf.Type, "__data_loc char[]["); unread {
+			// libtraceevent's field parser stops at an array of
+			// strings (a probe's __data_loc char[][N]): the event
+			// has the fields before it and no print fmt.
+			break
+		}
 		f := newField(pf, p.longSize, len(ev.fields))
 		if pf.Common {
 			ev.common = append(ev.common, f)
@@ -182,6 +189,10 @@ func (p *printer) compileEvent(fm *parse.Format, text string) *event {
 	}
 	ev.bprint = fm.System == "ftrace" && fm.Name == "bprint"
 	ev.handler = p.handlerFor(ev)
+	if unread {
+		ev.failed = true
+		return ev
+	}
 	src := printFmtText(fm, text)
 	pf, err := parse.ParsePrintFmt(ev.full, src)
 	if err != nil {

@@ -3,11 +3,14 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gtrace/gtrace/internal/testutil"
+	"github.com/gtrace/gtrace/pkg/parse"
 	"github.com/gtrace/gtrace/pkg/tracedat"
 )
 
@@ -137,5 +140,41 @@ func TestPrinterClock(t *testing.T) {
 		if !bytes.Contains(line, []byte(tc.want)) {
 			t.Errorf("clock %q: %q lacks %q", tc.clock, line, tc.want)
 		}
+	}
+}
+
+// TestPrinterStringArray: libtraceevent's field parser stops at an array
+// of strings (a probe's __data_loc char[][N]): the event prints as
+// [FAILED TO PARSE] with the fields before it, as trace-cmd report prints
+// the kernel's probe events.
+func TestPrinterStringArray(t *testing.T) {
+	text := "name: v\nID: 9\nformat:\n" +
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" +
+		"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" +
+		"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" +
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n" +
+		"\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n" +
+		"\tfield:__data_loc char[] path;\toffset:16;\tsize:4;\tsigned:1;\n" +
+		"\tfield:__data_loc char[][2] argv;\toffset:20;\tsize:8;\tsigned:1;\n" +
+		"\tfield:u64 n;\toffset:28;\tsize:8;\tsigned:0;\n\n" +
+		`print fmt: "(%lx) path=\"%s\" argv={\"%s\",\"%s\"} n=%Lu", REC->__probe_ip, __get_str(path), __get_str(argv[0]), __get_str(argv[1]), REC->n` + "\n"
+	fm, err := parse.ParseFormat("v", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm.System = "uprobes"
+	rec := binary.LittleEndian.AppendUint16(nil, 9)
+	rec = append(rec, 0, 0)
+	rec = binary.LittleEndian.AppendUint32(rec, 42)
+	rec = binary.LittleEndian.AppendUint64(rec, 0x1234)
+	rec = binary.LittleEndian.AppendUint32(rec, 3<<16|36)
+	rec = binary.LittleEndian.AppendUint32(rec, 2<<16|39)
+	rec = binary.LittleEndian.AppendUint32(rec, 2<<16|41)
+	rec = binary.LittleEndian.AppendUint64(rec, 7)
+	rec = append(rec, "/x\x00a\x00b\x00"...)
+	pr := NewPrinter(PrinterOptions{LongSize: 8, Clock: "local", Formats: map[int]EventFormat{9: {Format: fm, Text: text}}})
+	got, _ := pr.AppendText(nil, Record{Data: rec}, func() (Record, bool) { return Record{}, false })
+	if want := ": v: [FAILED TO PARSE] __probe_ip=0x1234 path=/x\n"; !strings.HasSuffix(strings.Join(strings.Fields(string(got)), " ")+"\n", want) {
+		t.Errorf("got %q, want it to end %q", got, want)
 	}
 }

@@ -379,15 +379,25 @@ session_case() {
 # printed by gtrace report (REPORT), which must equal KERNEL.
 record_case() {
 	filter=$(trim "${trig#record}")
-	# "record FILTER ... -K DEF": a probe event, the kernel's from DEF
-	# written to kprobe_events, gtrace's from --probe DEF.
+	# "record FILTER ... -K DEF [,, DEF...]": a probe event, the
+	# kernel's from each DEF written to kprobe_events (a multi-probe
+	# event: one name at several places), gtrace's from --probe DEF...
 	pdef=
 	case $filter in *" -K "*)
 		pdef=${filter#* -K }
 		filter=${filter%% -K *}
 		;;
 	esac
-	[ -z "$pdef" ] || echo "$pdef" >>$T/kprobe_events
+	: >/tmp/k.defs
+	rest=
+	[ -z "$pdef" ] || rest="$pdef ,,"
+	while [ -n "$(trim "$rest")" ]; do
+		trim "${rest%%,,*}" >>/tmp/k.defs
+		rest=${rest#*,,}
+	done
+	while IFS= read -r d; do
+		echo "$d" >>$T/kprobe_events
+	done </tmp/k.defs
 	# "record FILTER -P PROTO": a kernel function event, which the kernel
 	# does not have (docs/funcevent.md): gtrace records it on the
 	# function's kprobe, the kernel's BTF hidden, in the kernel's place,
@@ -427,7 +437,9 @@ record_case() {
 	if [ -n "$pdef" ]; then
 		# gtrace defines the event itself: the kernel's goes first.
 		: >$T/kprobe_events
-		set -- "$@" --probe "$pdef"
+		while IFS= read -r d; do
+			set -- "$@" --probe "$d"
+		done </tmp/k.defs
 		# Where gtrace puts the probe: fentry, fexit or kprobe, and why.
 		plan record -e "$event" -f "$filter" "$@"
 	fi
