@@ -113,6 +113,24 @@ func TestPrivilegedRecordGetppid(t *testing.T) {
 	}
 }
 
+// namedWorkload is workload under a name no other task has: the test
+// binary run through a symbolic link named for this test process, whose
+// name exec makes the workload's comm. A test that filters on its
+// workload's comm needs it: other runs of this test binary on the machine
+// are cmd.test too, and so are the children they fork until these exec
+// (recorded under the name they exec, as the kernel's saved cmdlines name
+// them).
+func namedWorkload(t *testing.T, w string) (args []string, comm string) {
+	t.Helper()
+	args = workload(t, w)
+	comm = fmt.Sprintf("wl-%d", os.Getpid())
+	link := filepath.Join(t.TempDir(), comm)
+	if err := os.Symlink(args[len(args)-1], link); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--", link}, comm
+}
+
 // TestPrivilegedRecordSyscalls records every syscalls event (on this
 // kernel's BTF, through the two syscall group programs) while a helper
 // makes exactly n getppid calls: trace-cmd reads the file with nothing on
@@ -122,12 +140,13 @@ func TestPrivilegedRecordSyscalls(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	const n = 321
 	file := filepath.Join(t.TempDir(), "syscalls.dat")
-	args := append([]string{"-e", "syscalls:*", "-o", file}, workload(t, fmt.Sprintf("getppid-sleep %d 50", n))...)
+	w, name := namedWorkload(t, fmt.Sprintf("getppid-sleep %d 50", n))
+	args := append([]string{"-e", "syscalls:*", "-o", file}, w...)
 	if errOut, code := recordLive(t, args...); code != 0 {
 		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
 	}
 	report := traceCmdReport(t, file)
-	comm := regexp.QuoteMeta(commOf(t))
+	comm := regexp.QuoteMeta(name)
 	enterRe := regexp.MustCompile(`(?m)^ *` + comm + `-\d+ +\[\d+\] +\d+\.\d+: sys_enter_getppid: *$`)
 	enters := enterRe.FindAllString(report, -1)
 	exits := regexp.MustCompile(`(?m)^ *`+comm+`-\d+ +\[\d+\] +\d+\.\d+: sys_exit_getppid: +0x`+strconv.FormatInt(int64(os.Getpid()), 16)+`$`).FindAllString(report, -1)
@@ -142,20 +161,39 @@ func TestPrivilegedRecordSyscalls(t *testing.T) {
 	}
 
 	// A filter on what every syscalls event has runs in the group
-	// programs: only the helper's events are recorded.
-	filter := fmt.Sprintf("comm == %q", commOf(t))
+	// programs: only the helper's events are recorded, not those of this
+	// test process, which meanwhile runs /bin/true, its children making
+	// calls as cmd.test until they exec.
+	filter := fmt.Sprintf("comm == %q", name)
 	plan, errOut, code := run(t, "record", "-e", "syscalls:*", "-f", filter, "--dry-run")
 	if code != 0 || !strings.Contains(plan, "gtrace_sysenter: syscalls:sys_enter_getppid (ID ") || !strings.Contains(plan, ", filter "+filter+", with the other syscall events on raw tracepoint sys_enter\n") {
 		t.Errorf("--dry-run: exit %d (%s), no filtered syscall group in:\n%.3000s", code, errOut, plan)
 	}
-	args = append([]string{"-e", "syscalls:*", "-f", filter, "-o", file}, workload(t, fmt.Sprintf("getppid-sleep %d 50", n))...)
-	if errOut, code := recordLive(t, args...); code != 0 {
+	w, _ = namedWorkload(t, fmt.Sprintf("getppid-sleep %d 300", n))
+	args = append([]string{"-e", "syscalls:*", "-f", filter, "-o", file}, w...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				_ = exec.Command("/bin/true").Run()
+			}
+		}
+	}()
+	errOut, code = recordLive(t, args...)
+	close(stop)
+	<-done
+	if code != 0 {
 		t.Fatalf("gtrace record -f: exit %d, stderr:\n%s", code, errOut)
 	}
 	report = traceCmdReport(t, file)
 	lines := regexp.MustCompile(`(?m)^ *(\S+)-\d+ +\[\d+\] `).FindAllStringSubmatch(report, -1)
 	for _, l := range lines {
-		if l[1] != commOf(t) {
+		if l[1] != name {
 			t.Errorf("-f %s: a line of %s", filter, l[1])
 			break
 		}
