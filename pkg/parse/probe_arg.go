@@ -272,7 +272,10 @@ func (ap *argParser) parse(a *ProbeArg, body string) error {
 		}
 	}
 	if a.Count > 0 {
-		if !storeMem && !a.Type.String || a.Type.Name == "symstr" {
+		if a.Type.Name == "symstr" {
+			return p.errf(typeOff, a.End, probeBadString).WithHint("symstr has no arrays: one address per argument, as %s:symstr", fetch)
+		}
+		if !storeMem && !a.Type.String {
 			return p.errf(typeOff, a.End, probeBadString).WithHint("an array is read from memory: +0(%s):%s", fetch, typ)
 		}
 		if err := more(); err != nil {
