@@ -43,7 +43,7 @@ func TestPrivilegedExtractKallsymsCopy(t *testing.T) {
 	const fake = "gtrace_extract_test_symbol"
 	kallsyms = append(kallsyms, "ffffffffc0de0000 t "+fake+"\n"...)
 	file := filepath.Join(t.TempDir(), "trace.dat")
-	extractKallsymsCopy(t, []string{traceCmdPath, "extract", "-B", instance, "-k", "-o", file}, kallsyms)
+	testutil.TraceCmdWithKallsyms(t, []string{traceCmdPath, "extract", "-B", instance, "-k", "-o", file}, kallsyms)
 	if dump := traceCmd(t, "dump", "--kallsyms", "-i", file); !strings.Contains(dump, fake) {
 		t.Errorf("trace-cmd dump --kallsyms: no %s from the copy in:\n%.300s", fake, dump)
 	}

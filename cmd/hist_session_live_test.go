@@ -82,9 +82,7 @@ func kernelRecord(t *testing.T, file string, events map[string]string, cmd *exec
 	for ev := range events {
 		write("0", "events", ev, "enable")
 	}
-	if out, err := exec.Command("trace-cmd", "extract", "-o", file).CombinedOutput(); err != nil {
-		t.Fatalf("trace-cmd extract: %v\n%s", err, out)
-	}
+	traceCmdExtract(t, "-o", file)
 }
 
 // sessionRecords returns the records of file in the order of its merged

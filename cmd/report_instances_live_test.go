@@ -207,43 +207,10 @@ func extractAll(t *testing.T, file string) {
 	traceCmdExtract(t, "-a", "-k", "-o", file)
 }
 
-// traceCmdExtract runs trace-cmd extract with args in a mount namespace of
-// its own, where a copy of /proc/kallsyms, a regular file that does not
-// change, is bind-mounted over it.
-//
-// trace-cmd reads /proc/kallsyms twice, once for its size and once to
-// copy it, and fails ("error in size of file '/proc/kallsyms'") when the
-// size changed in between. It changes whenever a BPF program is loaded or
-// freed (each has a bpf_prog_* symbol), which the live tests of the other
-// packages, run in parallel by go test ./..., do all the time. Trying again
-// is no cure: extract consumes the ring buffers as it reads them, so a
-// second try finds them empty. The reports compared here resolve no kernel
-// addresses, so any copy will do.
+// traceCmdExtract runs trace-cmd extract with args, with a copy of
+// /proc/kallsyms in place of the file that changes size
+// (testutil.TraceCmdExtract).
 func traceCmdExtract(t *testing.T, args ...string) {
 	t.Helper()
-	kallsyms, err := os.ReadFile("/proc/kallsyms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	extractKallsymsCopy(t, append([]string{requireTraceCmd(t), "extract"}, args...), kallsyms)
-}
-
-// extractKallsymsCopy runs the trace-cmd command argv with kallsyms in
-// place of /proc/kallsyms: a file bind-mounted over it in a mount
-// namespace of the command's own.
-func extractKallsymsCopy(t *testing.T, argv []string, kallsyms []byte) {
-	t.Helper()
-	copied := filepath.Join(t.TempDir(), "kallsyms")
-	if err := os.WriteFile(copied, kallsyms, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	// Go makes the new namespace's mounts private: the bind mount stays
-	// inside it.
-	c := exec.Command("/bin/sh", append([]string{"-c", `mount --bind "$0" /proc/kallsyms && exec "$@"`, copied}, argv...)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Run(); err != nil {
-		t.Fatalf("%s, with a copy of /proc/kallsyms mounted over it: %v\n%s", strings.Join(argv, " "), err, errb.String())
-	}
+	testutil.TraceCmdExtract(t, requireTraceCmd(t), append([]string{"extract"}, args...)...)
 }

@@ -444,6 +444,18 @@ func (j *LiveJob) Stop() error {
 	return j.print(false)
 }
 
+// RecordingMisses returns how many times the kernel skipped one of the
+// programs of a recording's inter-event session (NewRecordingSession)
+// because a BPF program was already running on that CPU: each may be a
+// synthetic event the recording never got. 0 for other hists, whose
+// programs record nothing, and before Attach.
+func (j *LiveJob) RecordingMisses() uint64 {
+	if j.sess == nil || j.sess.rec == nil || j.sess.objs == nil {
+		return 0
+	}
+	return j.sess.objs.RecursionMisses()
+}
+
 // Close detaches and unloads the programs without printing: a session
 // that failed to start.
 func (j *LiveJob) Close() { j.close() }

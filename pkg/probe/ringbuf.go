@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -200,11 +201,14 @@ func (o *Objects) PerCPUValue(name string) ([][]byte, error) {
 }
 
 // RecursionMisses returns how many times the kernel skipped one of the
-// collection's programs because a BPF program was already running on that
-// CPU: events the programs never saw.
-func (o *Objects) RecursionMisses() uint64 {
+// collection's programs, but those named in except, because a BPF program
+// was already running on that CPU: events the programs never saw.
+func (o *Objects) RecursionMisses(except ...string) uint64 {
 	var n uint64
-	for _, p := range o.coll.Programs {
+	for name, p := range o.coll.Programs {
+		if slices.Contains(except, name) {
+			continue
+		}
 		if st, err := p.Stats(); err == nil {
 			n += st.RecursionMisses
 		}

@@ -275,12 +275,19 @@ func (s *Session) fail(err error) {
 // Stop detaches the programs, drains the rings, completes the output and
 // returns what was recorded. The session is finished afterwards.
 func (s *Session) Stop() (*Stats, error) {
-	st := &Stats{Missed: s.objs.RecursionMisses()}
 	// Switching the programs off first makes the end of every CPU's data
 	// a clean cut: the rings, then what the batches hold. A program that
 	// had passed the switch when it was thrown ends within microseconds.
 	err := s.objs.SwitchOff(bpfgen.SwitchMapName)
 	time.Sleep(switchGrace)
+	// The events the kernel ran no program for, up to the end: those of
+	// the recording's programs and of an inter-event session's, which
+	// record its synthetic events. A comm program that missed a switch
+	// or an exit costs a name, not a record.
+	st := &Stats{Missed: s.objs.RecursionMisses(bpfgen.CommProgName, bpfgen.CommExitProgName)}
+	if s.hists != nil {
+		st.Missed += s.hists.RecordingMisses()
+	}
 	batches, berr := s.objs.PerCPUValue(bpfgen.BatchMapName)
 	err = errors.Join(err, berr)
 	for _, r := range s.readers {
