@@ -565,7 +565,14 @@ func (s *Session) bindAction(h *sessHist, a *parse.HistAction) error {
 			if err != nil {
 				return err
 			}
-			if f := syn.def.Fields[i]; !typeFits(f, sp.typ) {
+			t := sp.typ
+			if sp.ref < 0 && sp.field != nil {
+				// A field of the hist's own event becomes the kernel's
+				// target field variable, whose type it checks as
+				// unsigned (create_var sets no sign).
+				t.signed = false
+			}
+			if f := syn.def.Fields[i]; !typeFits(f, t) {
 				return spec.Errorf(p.Off, p.End, "param type doesn't match synthetic event field type").
 					WithHint("%s is %s, field %s of %s is %s", p.Text, sp.typ.name, f.Name, a.Synth, f.Type)
 			}

@@ -260,6 +260,11 @@ func TestSessionErrors(t *testing.T) {
 			"param type doesn't match synthetic event field type", "next_comm"},
 		{syn, []string{waking, sw + ":onmatch(sched.sched_waking).wakeup_latency($lat,next_pid,prev_state)"},
 			"param type doesn't match synthetic event field type", "prev_state"},
+		// common_pid is an int: from the hist's own event it is a target
+		// field variable, which the kernel checks as unsigned against
+		// the signed pid_t (6.12 refuses it so).
+		{syn, []string{waking, sw + ":onmatch(sched.sched_waking).wakeup_latency($lat,common_pid,next_prio)"},
+			"param type doesn't match synthetic event field type", "common_pid"},
 		{syn, []string{waking, sw + ":onmatch(sched.sched_waking).wakeup_latency($lat,next_pid,sched.sched_waking.nice)"},
 			"couldn't find field", "sched.sched_waking.nice"},
 		{nil, []string{waking, sw + ":onmax($latency).save(prev_pid)"},
