@@ -69,7 +69,7 @@ func TestPrivilegedRecordExact(t *testing.T) {
 	const n = 20000
 	plain := []string{"-e", "syscalls:sys_enter_getppid", "-e", "syscalls:sys_exit_getppid"}
 	session := func(stack bool) []string {
-		def, vars, params := "gp pid_t pid; s64 ret", "p=common_pid", "$p,ret"
+		def, vars, params := "gp pid_t pid; long ret", "p=common_pid", "$p,ret"
 		if stack {
 			def, vars, params = def+"; unsigned long[] stack", vars+",st=common_stacktrace", params+",$st"
 		}
