@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
 	"github.com/gtrace/gtrace/pkg/hist"
@@ -102,10 +101,6 @@ type StartOptions struct {
 	// of it (Tee).
 	Flight *Flight
 }
-
-// switchGrace is how long Stop waits, once the programs are switched
-// off, for any program past the switch to finish its sample.
-const switchGrace = 2 * time.Millisecond
 
 // Session is a running recording.
 type Session struct {
@@ -276,10 +271,10 @@ func (s *Session) fail(err error) {
 // returns what was recorded. The session is finished afterwards.
 func (s *Session) Stop() (*Stats, error) {
 	// Switching the programs off first makes the end of every CPU's data
-	// a clean cut: the rings, then what the batches hold. A program that
-	// had passed the switch when it was thrown ends within microseconds.
+	// a clean cut: the rings, then what the batches hold, once every
+	// program that had passed the switch when it was thrown has returned.
 	err := s.objs.SwitchOff(bpfgen.SwitchMapName)
-	time.Sleep(switchGrace)
+	probe.Quiesce()
 	// The events the kernel ran no program for, up to the end: those of
 	// the recording's programs and of an inter-event session's, which
 	// record its synthetic events. A comm program that missed a switch
