@@ -27,9 +27,9 @@ const interruptBits = 0x00f00000 | 0x000f0000 | 0x100
 // THREAD_INFO_IN_TASK and a count in thread_info (arm64 and most
 // others) it is in the task_struct. On x86-64 it is a per-CPU variable,
 // __preempt_count (pcpu_hot.preempt_count from 6.2 to 6.14): the
-// program reaches its CPU's copy from its CPU's runqueue, the task's
-// se.cfs_rq->rq, a per-CPU variable too, at the distance between the
-// two in the per-CPU section. That needs no kernel symbol address
+// program reaches its CPU's copy from its CPU's runqueue, the running
+// task's se.cfs_rq->rq (its CPU's, group or not), a per-CPU variable
+// too, at the distance between the two in the per-CPU section. That needs no kernel symbol address
 // (kallsyms without CONFIG_KALLSYMS_ALL has none of variables).
 func PreemptCountIn(spec *btf.Spec) (*PreemptCount, error) {
 	var task *btf.Struct
@@ -149,8 +149,8 @@ func percpuVar(ds *btf.Datasec, name string) (btf.VarSecinfo, bool) {
 
 // emitTaskContext jumps to out when the program runs for the current
 // task, not in an interrupt: an event of gtrace's own process is
-// ignored only then. It reads the count into the u32 at R10+key.
-// Clobbers R0-R5.
+// ignored only then, and when the count cannot be read. It reads the
+// count into the u32 at R10+key. Clobbers R0-R5.
 func (p *PreemptCount) emitTaskContext(b *Builder, key int16, out string) {
 	b.Comment("gtrace's own process: return unless in an interrupt (the preempt count's hardirq, NMI or softirq bits)")
 	b.Emit(asm.FnGetCurrentTaskBtf.Call())

@@ -219,11 +219,11 @@ type RecordSpec struct {
 	Clock       Clock  // what timestamps samples
 	CommEntries int    // pid -> comm entries kept; 0: no comm program
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
+	OnlyTGIDs   []uint32
+	OnlyCPUs    []int // if not empty, only events on these CPUs (sorted) are recorded
 	// Preempt, when not nil, keeps ExcludeTGID's events raised in
 	// interrupts (Gate's Preempt).
-	Preempt   *PreemptCount
-	OnlyTGIDs []uint32
-	OnlyCPUs  []int // if not empty, only events on these CPUs (sorted) are recorded
+	Preempt *PreemptCount
 	// Follow, when not nil, records only the processes in the follow
 	// map and adds the programs that keep it (follow.go). Not with
 	// OnlyTGIDs.

@@ -16,10 +16,10 @@ import (
 type LiveOptions struct {
 	Filter      *parse.BoundFilter // the hist's filter, bound to the event; nil for none
 	ExcludeTGID uint32             // do not count this process (gtrace itself)
+	OnlyTGIDs   []uint32           // count only these processes (-P)
 	// Preempt, when not nil, counts ExcludeTGID's events raised in
 	// interrupts (bpfgen.Gate's Preempt).
-	Preempt   *bpfgen.PreemptCount
-	OnlyTGIDs []uint32 // count only these processes (-P)
+	Preempt *bpfgen.PreemptCount
 	// Follow, when not nil, counts only the processes in the follow map
 	// (--follow; bpfgen's follow.go), which Start fills. Not with
 	// OnlyTGIDs.
