@@ -53,7 +53,7 @@ func readCount(t *testing.T, coll *ebpf.Collection, name string) uint64 {
 // (hardirq) that interrupt a thread of the test spinning on its CPU;
 // without it (the gate before) it counts none of them. Beside them,
 // programs that only keep the test's process count every getppid and
-// the same expiries.
+// the expiries.
 func TestPrivilegedGateInterrupts(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	spec, err := btf.LoadKernelSpec()
@@ -108,9 +108,9 @@ func TestPrivilegedGateInterrupts(t *testing.T) {
 		}
 	}
 
-	// A thread of the test spins until the tick has interrupted it
-	// (at least 300 ms, at most a minute on a loaded machine) and
-	// calls getppid getppids times.
+	// A thread of the test calls getppid getppids times, then spins
+	// until the tick has interrupted it (at least 300 ms, at most a
+	// minute on a loaded machine).
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -120,8 +120,12 @@ func TestPrivilegedGateInterrupts(t *testing.T) {
 			unix.Getppid()
 		}
 		start := time.Now()
+		var n uint64
 		for time.Since(start) < 300*time.Millisecond ||
-			readCount(t, coll, "n_timer_irq") == 0 && time.Since(start) < time.Minute {
+			n == 0 && time.Since(start) < time.Minute {
+			if err := coll.Maps["n_timer_irq"].Lookup(uint32(0), &n); err != nil {
+				return
+			}
 			for i := 0; i < 1e6; i++ {
 				spin++
 			}
@@ -143,14 +147,16 @@ func TestPrivilegedGateInterrupts(t *testing.T) {
 			t.Errorf("%s gate: %d of %d getppid calls of the excluded process counted, want 0", g, got, getppids)
 		}
 	}
+	// Not equal to n_timer_all: the programs are attached and detached
+	// one after the other, and the test's threads are current then too.
 	irq, all := readCount(t, coll, "n_timer_irq"), readCount(t, coll, "n_timer_all")
-	if irq == 0 || irq != all {
-		t.Errorf("gate with the preempt count: %d hrtimer expiries interrupting the excluded process counted, want all %d (> 0)", irq, all)
+	if irq == 0 {
+		t.Errorf("gate with the preempt count: no hrtimer expiry interrupting the excluded process counted (without exclusion: %d)", all)
 	}
 	if got := readCount(t, coll, "n_timer_old"); got != 0 {
 		t.Errorf("gate without the preempt count: %d hrtimer expiries interrupting the excluded process counted, want 0", got)
 	}
-	t.Logf("hrtimer expiries while the test was current: %d", all)
+	t.Logf("hrtimer expiries while the test was current: %d counted by the gate, %d without exclusion", irq, all)
 }
 
 // spin is what the spinning thread writes, so that its loop stays.
