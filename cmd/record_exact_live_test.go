@@ -110,10 +110,10 @@ func TestPrivilegedRecordExact(t *testing.T) {
 // TestPrivilegedRecordSessionWakeups records the wakeup-latency session's
 // events, its synthetic event wl included, while a workload sleeps: the
 // file holds exactly the workload's wakeups and wl events that the
-// session's hists counted. Neither need be the workload's every sleep: a
-// wakeup raised in an interrupt while one of gtrace's threads is current
-// is gtrace's own event (its common_pid), which gtrace neither records
-// nor counts (docs/record.md).
+// session's hists counted. Neither is checked against the workload's
+// sleeps: without the kernel's BTF, a wakeup raised in an interrupt while
+// one of gtrace's threads is current counts as gtrace's own event, which
+// gtrace neither records nor counts (docs/record.md).
 func TestPrivilegedRecordSessionWakeups(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	dir := t.TempDir()

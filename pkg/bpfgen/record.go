@@ -221,6 +221,9 @@ type RecordSpec struct {
 	ExcludeTGID uint32 // events of this process are not recorded (gtrace itself); 0: none
 	OnlyTGIDs   []uint32
 	OnlyCPUs    []int // if not empty, only events on these CPUs (sorted) are recorded
+	// Preempt, when not nil, keeps ExcludeTGID's events raised in
+	// interrupts (Gate's Preempt).
+	Preempt *PreemptCount
 	// Follow, when not nil, records only the processes in the follow
 	// map and adds the programs that keep it (follow.go). Not with
 	// OnlyTGIDs.
@@ -258,7 +261,7 @@ type RecordSpec struct {
 
 // gate returns the gate of the spec's programs, without the switch.
 func (s *RecordSpec) gate() Gate {
-	g := Gate{ExcludeTGID: s.ExcludeTGID, OnlyTGIDs: s.OnlyTGIDs, CPUs: s.OnlyCPUs}
+	g := Gate{ExcludeTGID: s.ExcludeTGID, Preempt: s.Preempt, OnlyTGIDs: s.OnlyTGIDs, CPUs: s.OnlyCPUs}
 	if s.Follow != nil {
 		g.Follow = FollowMapName
 	}

@@ -91,6 +91,11 @@ type Gate struct {
 	Switch string
 	// CPUs, if not empty, are the only CPUs whose events count (sorted).
 	CPUs []int
+	// Preempt, when not nil, is where the programs read the preempt
+	// count: ExcludeTGID's events raised in interrupts (a timer's
+	// wakeup while a gtrace thread is current) then count, only its
+	// events in task context are ignored. Nil: all of them are.
+	Preempt *PreemptCount
 }
 
 // SwitchMap returns the spec of a switch map: one mmapable u64, zero
@@ -316,11 +321,12 @@ func emitSwitch(b *Builder, name, out string) {
 	)
 }
 
-// emitGate returns for gtrace's own process and, given a list, for
-// processes not in it, or, following, for those not in the follow map,
-// which it looks up with the u32 at R10+key, and for CPUs not in its
-// list. R9 holds pid_tgid. Clobbers R0, and R1-R5 when following or
-// given CPUs.
+// emitGate returns for gtrace's own process (given Preempt, only in its
+// task context, not in an interrupt) and, given a list, for processes
+// not in it, or, following, for those not in the follow map, which it
+// looks up with the u32 at R10+key (where it also reads the preempt
+// count), and for CPUs not in its list. R9 holds pid_tgid. Clobbers R0,
+// and R1-R5 when following, given CPUs or reading the preempt count.
 func emitGate(b *Builder, g Gate, key int16, out string) {
 	emitCPUGate(b, g.CPUs, out)
 	if g.ExcludeTGID == 0 && len(g.OnlyTGIDs) == 0 && g.Follow == "" {
@@ -328,8 +334,15 @@ func emitGate(b *Builder, g Gate, key int16, out string) {
 	}
 	b.Comment("process filter")
 	b.Emit(asm.Mov.Reg(asm.R0, asm.R9), asm.RSh.Imm(asm.R0, 32))
-	if g.ExcludeTGID != 0 {
+	switch {
+	case g.ExcludeTGID != 0 && g.Preempt == nil:
 		b.Emit(asm.JEq.Imm(asm.R0, int32(g.ExcludeTGID), out))
+	case g.ExcludeTGID != 0:
+		other := b.Label("other_tgid")
+		b.Emit(asm.JNE.Imm(asm.R0, int32(g.ExcludeTGID), other))
+		g.Preempt.emitTaskContext(b, key, out)
+		b.Emit(asm.Mov.Reg(asm.R0, asm.R9), asm.RSh.Imm(asm.R0, 32))
+		b.Mark(other)
 	}
 	if len(g.OnlyTGIDs) > 0 {
 		ok := b.Label("pid_ok")

@@ -250,7 +250,7 @@ func newLive(fs *tracefs.FS, cfg LiveConfig, ctls []*bpfgen.HistControl, listing
 			info = sharedInfo(o.Spec, p.Spec)
 		}
 		info = withState(info, p.Spec.Pause)
-		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), OnlyTGIDs: pids, Follow: follow}
+		o := LiveOptions{ExcludeTGID: uint32(os.Getpid()), Preempt: probe.PreemptCount(), OnlyTGIDs: pids, Follow: follow}
 		if ctls != nil {
 			o.Control = ctls[i]
 		}

@@ -17,6 +17,9 @@ type LiveOptions struct {
 	Filter      *parse.BoundFilter // the hist's filter, bound to the event; nil for none
 	ExcludeTGID uint32             // do not count this process (gtrace itself)
 	OnlyTGIDs   []uint32           // count only these processes (-P)
+	// Preempt, when not nil, counts ExcludeTGID's events raised in
+	// interrupts (bpfgen.Gate's Preempt).
+	Preempt *bpfgen.PreemptCount
 	// Follow, when not nil, counts only the processes in the follow map
 	// (--follow; bpfgen's follow.go), which Start fills. Not with
 	// OnlyTGIDs.
@@ -49,7 +52,7 @@ func Compile(p *Plan, f *parse.Format, o LiveOptions) (*Compiled, error) {
 	l := &bpfgen.HistSpec{
 		HistLayout: *p.Layout,
 		Filter:     o.Filter,
-		Gate:       bpfgen.Gate{ExcludeTGID: o.ExcludeTGID, OnlyTGIDs: o.OnlyTGIDs},
+		Gate:       bpfgen.Gate{ExcludeTGID: o.ExcludeTGID, Preempt: o.Preempt, OnlyTGIDs: o.OnlyTGIDs},
 		Follow:     o.Follow,
 		Direct:     o.Direct,
 		Event:      f,

@@ -107,7 +107,7 @@ func newLiveSession(fs *tracefs.FS, cfg LiveConfig, rec *SessionRecording) (*Liv
 		return nil, err
 	}
 	j := &LiveJob{cfg: cfg}
-	o := sessionLiveOptions{gate: bpfgen.Gate{ExcludeTGID: uint32(os.Getpid())}, rec: rec}
+	o := sessionLiveOptions{gate: bpfgen.Gate{ExcludeTGID: uint32(os.Getpid()), Preempt: probe.PreemptCount()}, rec: rec}
 	for _, p := range cfg.PIDs {
 		o.gate.OnlyTGIDs = append(o.gate.OnlyTGIDs, uint32(p))
 	}

@@ -67,3 +67,15 @@ func TestDirectOptions(t *testing.T) {
 		t.Errorf("TaskStatusOff = %d, want the offset of task_struct.thread_info.status", o.TaskStatusOff)
 	}
 }
+
+// TestPrivilegedPreemptCount: the kernel takes the gate's code that
+// reads the preempt count.
+func TestPrivilegedPreemptCount(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	if !HaveKernelBTF() {
+		t.Skip("no kernel BTF")
+	}
+	if PreemptCount() == nil {
+		t.Fatal("PreemptCount() = nil on a kernel with BTF")
+	}
+}

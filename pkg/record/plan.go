@@ -292,6 +292,7 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		Clock:       clock,
 		CommEntries: commEntries,
 		ExcludeTGID: uint32(os.Getpid()),
+		Preempt:     probe.PreemptCount(),
 		Stream:      o.Stream,
 		StartOff:    o.StartOff,
 		Control:     o.StartOff,
