@@ -456,18 +456,25 @@ func (p *Probe) emitString(b *Builder, a parse.ProbeArg, off, tmp int16) {
 			p.strHelper(a).Call(),
 		)
 	}
+	emitLocStore(b, off, fault, done)
+}
+
+// emitLocStore ends a string's read, its length (or an error) in R0:
+// the __data_loc word at R7+at, and R6 past the data; at fault (a
+// failed read) the word of no data, R6 left. Marks fault and done.
+func emitLocStore(b *Builder, at int16, fault, done string) {
 	b.Emit(
 		asm.JSLE.Imm(asm.R0, 0, fault),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.LSh.Imm(asm.R1, 16),
 		asm.Or.Reg(asm.R1, asm.R6),
-		asm.StoreMem(asm.R7, off, asm.R1, asm.Word),
+		asm.StoreMem(asm.R7, at, asm.R1, asm.Word),
 		asm.Add.Reg(asm.R6, asm.R0),
 		asm.Ja.Label(done),
 	)
 	b.Mark(fault)
 	b.Comment("(fault): no data")
-	b.Emit(asm.StoreMem(asm.R7, off, asm.R6, asm.Word))
+	b.Emit(asm.StoreMem(asm.R7, at, asm.R6, asm.Word))
 	b.Mark(done)
 }
 
@@ -506,17 +513,8 @@ func (p *Probe) emitStringArray(b *Builder, a parse.ProbeArg, off, tmp int16) {
 			asm.Add.Reg(asm.R1, asm.R6),
 			asm.Mov.Imm(asm.R2, ProbeStringMax),
 			h.Call(),
-			asm.JSLE.Imm(asm.R0, 0, fault),
-			asm.Mov.Reg(asm.R1, asm.R0),
-			asm.LSh.Imm(asm.R1, 16),
-			asm.Or.Reg(asm.R1, asm.R6),
-			asm.StoreMem(asm.R7, at, asm.R1, asm.Word),
-			asm.Add.Reg(asm.R6, asm.R0),
-			asm.Ja.Label(done),
 		)
-		b.Mark(fault)
-		b.Emit(asm.StoreMem(asm.R7, at, asm.R6, asm.Word))
-		b.Mark(done)
+		emitLocStore(b, at, fault, done)
 	}
 	b.Mark(stop)
 }
