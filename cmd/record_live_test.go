@@ -171,22 +171,9 @@ func TestPrivilegedRecordSyscalls(t *testing.T) {
 	}
 	w, _ = namedWorkload(t, fmt.Sprintf("getppid-sleep %d 300", n))
 	args = append([]string{"-e", "syscalls:*", "-f", filter, "-o", file}, w...)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-				_ = exec.Command("/bin/true").Run()
-			}
-		}
-	}()
+	stop := runTrueEvery(10 * time.Millisecond)
 	errOut, code = recordLive(t, args...)
-	close(stop)
-	<-done
+	stop()
 	if code != 0 {
 		t.Fatalf("gtrace record -f: exit %d, stderr:\n%s", code, errOut)
 	}
@@ -245,22 +232,9 @@ func TestPrivilegedRecordFilterDynamic(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "v6.dat")
 	args := append([]string{"-e", "raw_syscalls:sys_enter", "-f", "id == 110", "-e", "sched:sched_process_exec", "--file-version", "6", "-o", file},
 		workload(t, "getppid-sleep 77 500")...)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-				_ = exec.Command("/bin/true").Run()
-			}
-		}
-	}()
+	stop := runTrueEvery(20 * time.Millisecond)
 	errOut, code := recordLive(t, args...)
-	close(stop)
-	<-done
+	stop()
 	if code != 0 {
 		t.Fatalf("gtrace record exit %d, stderr:\n%s", code, errOut)
 	}
@@ -312,5 +286,27 @@ func TestPrivilegedRecordPID(t *testing.T) {
 		if m[1] != pid {
 			t.Fatalf("a system call of pid %s recorded, want only %s", m[1], pid)
 		}
+	}
+}
+
+// runTrueEvery runs /bin/true every d, from a goroutine, until the
+// returned stop is called, which returns once the last has ended.
+func runTrueEvery(d time.Duration) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(d):
+				_ = exec.Command("/bin/true").Run()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }
