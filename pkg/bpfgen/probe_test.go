@@ -57,14 +57,7 @@ func TestProbeGolden(t *testing.T) {
 	}
 	for _, c := range probeCases {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := parse.ParseProbe("def", c.def, parse.ProbeOptions{Arch: c.arch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := newProbe(d, c.arch, syms)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, p := mustProbe(t, c.def, c.arch, syms)
 			if c.nargs > 0 {
 				p.TryFentry(func(string, bool) (int, error) { return c.nargs, nil })
 				if !p.fentry {
@@ -104,14 +97,7 @@ func TestProbeGolden(t *testing.T) {
 // TestProbeRecordLayout checks that the program stores each argument at
 // the offset the derived format gives it, in its size.
 func TestProbeRecordLayout(t *testing.T) {
-	d, err := parse.ParseProbe("def", "p:up /bin/true:0x1000 a=%di:s32 b=%si:u8 c=+0(%dx):string d=%cx:x16 e=+0(%r8):u64[3] f=$comm", parse.ProbeOptions{Arch: "amd64"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newProbe(d, "amd64", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, p := mustProbe(t, "p:up /bin/true:0x1000 a=%di:s32 b=%si:u8 c=+0(%dx):string d=%cx:x16 e=+0(%r8):u64[3] f=$comm", "amd64", nil)
 	f := d.Format(65279)
 	b := &Builder{}
 	p.emit(b, -16, EventID{Const: f.ID}, "out")
@@ -174,14 +160,7 @@ func TestProbePoint(t *testing.T) {
 		"p:kp vfs_read+4":                {Kind: attach.Kprobe, Target: "vfs_read", Offset: 4},
 		"r:kr ext4:ext4_file_write_iter": {Kind: attach.Kretprobe, Target: "ext4_file_write_iter"},
 	} {
-		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newProbe(d, "amd64", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, p := mustProbe(t, def, "amd64", nil)
 		if got := p.Point(nil); got != want {
 			t.Errorf("%s: point %+v, want %+v", def, got, want)
 		}
@@ -293,14 +272,7 @@ func TestProbeFentryChoice(t *testing.T) {
 		{"p:k vfs_read a=%di", nil, attach.Kprobe, "kprobe, not fentry: fentry is not tried"},
 		{"p:up /bin/true:0x10 a=%di", nargs(4), attach.Uprobe, ""},
 	} {
-		d, err := parse.ParseProbe("def", c.def, parse.ProbeOptions{Arch: "amd64"})
-		if err != nil {
-			t.Fatalf("%s: %v", c.def, err)
-		}
-		p, err := newProbe(d, "amd64", nil)
-		if err != nil {
-			t.Fatalf("%s: %v", c.def, err)
-		}
+		_, p := mustProbe(t, c.def, "amd64", nil)
 		p.TryFentry(c.check)
 		if got := p.Point(nil).Kind; got != c.kind {
 			t.Errorf("%s: on %v, want %v (%s)", c.def, got, c.kind, p.Why())
@@ -309,14 +281,7 @@ func TestProbeFentryChoice(t *testing.T) {
 			t.Errorf("%s: why %q, want %q", c.def, p.Why(), c.why)
 		}
 	}
-	d, err := parse.ParseProbe("def", "p:k vfs_read a=%x0", parse.ProbeOptions{Arch: "arm64"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newProbe(d, "arm64", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := mustProbe(t, "p:k vfs_read a=%x0", "arm64", nil)
 	p.TryFentry(nargs(4))
 	if want := "kprobe, not fentry: gtrace maps a function's arguments for fentry on amd64, not arm64"; p.Why() != want {
 		t.Errorf("arm64: why %q, want %q", p.Why(), want)
@@ -330,14 +295,7 @@ func TestProbeFentryProgram(t *testing.T) {
 		"p:k vfs_read a=%di": ebpf.AttachTraceFEntry,
 		"r:k vfs_read":       ebpf.AttachTraceFExit,
 	} {
-		d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: "amd64"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newProbe(d, "amd64", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, p := mustProbe(t, def, "amd64", nil)
 		p.TryFentry(func(string, bool) (int, error) { return 4, nil })
 		ps := &ebpf.ProgramSpec{}
 		p.program(ps)
@@ -345,4 +303,19 @@ func TestProbeFentryProgram(t *testing.T) {
 			t.Errorf("%s: %v %v %q, want Tracing %v vfs_read", def, ps.Type, ps.AttachType, ps.AttachTo, want)
 		}
 	}
+}
+
+// mustProbe parses def for arch and builds its probe (syms as
+// newProbe's), failing the test on an error.
+func mustProbe(t *testing.T, def, arch string, syms parse.FuncResolver) (*parse.ProbeDef, *Probe) {
+	t.Helper()
+	d, err := parse.ParseProbe("def", def, parse.ProbeOptions{Arch: arch})
+	if err != nil {
+		t.Fatalf("%s: %v", def, err)
+	}
+	p, err := newProbe(d, arch, syms)
+	if err != nil {
+		t.Fatalf("%s: %v", def, err)
+	}
+	return d, p
 }
