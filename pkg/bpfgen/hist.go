@@ -260,7 +260,13 @@ type HistAction struct {
 	OnMatch []Action
 	// OnTrack[i] runs when Layout.Tracks[i] fires: a *SynthAction; for
 	// snapshot(), a *TriggeringAction and a *SnapshotAction.
-	OnTrack     [][]Action
+	OnTrack [][]Action
+	// Stamp, if not 0, is the format ID of the action's event, whose
+	// recording stamps it (RecordSpec.Stamp) in a program that runs
+	// before the action's on the same classic tracepoint, for every
+	// event the action sees: the event's time is the stamp's when it
+	// is of this event, else the action reads the clock.
+	Stamp       int
 	hist, drops *ebpf.MapSpec
 	stacks      *ebpf.MapSpec // nil without a stack key
 	dropSums    *ebpf.MapSpec // nil without HistLayout.DropSums
@@ -335,6 +341,34 @@ func (l *HistLayout) frameSize(inter bool) int {
 	return n
 }
 
+// emitTime stores the event's time at R10+slot: the recording's stamp
+// of the event, when the action has one and it is there, else a read of
+// the clock. Clobbers R0-R5.
+func (a *HistAction) emitTime(b *Builder, slot int16) {
+	clock := a.Layout.Clock
+	if a.Stamp == 0 {
+		b.Comment("the event's time, common_timestamp (%s)", clock)
+		b.Emit(clock.helper().Call(), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+		return
+	}
+	own := b.Label("own_clock")
+	have := b.Label("have_time")
+	b.Comment("the event's time, common_timestamp (%s): the recording's stamp of event %d, else the clock", clock, a.Stamp)
+	b.Emit(asm.StoreImm(asm.R10, slot, 0, asm.Word))
+	emitLookup(b, StampMapName, slot)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, own),
+		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+		asm.JNE.Imm(asm.R1, int32(a.Stamp), own),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord),
+		asm.Ja.Label(have),
+	)
+	b.Mark(own)
+	b.Emit(clock.helper().Call(), asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
+	b.Mark(have)
+}
+
 func (a *HistAction) maps() []*ebpf.MapSpec {
 	ms := []*ebpf.MapSpec{a.hist, a.drops}
 	if a.stacks != nil {
@@ -342,6 +376,9 @@ func (a *HistAction) maps() []*ebpf.MapSpec {
 	}
 	if a.dropSums != nil {
 		ms = append(ms, a.dropSums)
+	}
+	if a.Stamp != 0 {
+		ms = append(ms, stampMap())
 	}
 	ms = append(ms, a.Layout.refMaps()...)
 	if slices.ContainsFunc(a.Layout.stringRefs(), func(s int) bool { return s >= 0 }) {
@@ -403,8 +440,7 @@ func (a *HistAction) emit(b *Builder, f *Frame) error {
 	out := f.Next
 
 	if a.usesTime() {
-		b.Comment("the event's time, common_timestamp (%s)", s.Clock)
-		b.Emit(s.Clock.helper().Call(), asm.StoreMem(asm.R10, env.clock, asm.R0, asm.DWord))
+		a.emitTime(b, env.clock)
 	}
 	// Build the key at R7 = fp + keyOff.
 	b.Comment("R7 = &key")

@@ -83,7 +83,31 @@ const (
 	// CommExitProgName is the same program on sched:sched_process_exit.
 	CommExitProgName = "gtrace_comm_exit"
 	SwitchMapName    = "off" // mmapable ARRAY: non-zero switches every record program off
+	// StampMapName is the PERCPU_ARRAY where a recording with
+	// RecordSpec.Stamp leaves the time and ID of the event it stamped
+	// last (stampMap).
+	StampMapName = "stamp"
 )
+
+// A stamp (StampMapName's value, one per CPU) is the recording's own
+// read of the clock for the event that a record program is recording,
+// which an inter-event session's program attached after it on the same
+// classic tracepoint takes for its common_timestamp, so that the two
+// agree to the nanosecond:
+//
+//	0   u64 the sample's timestamp
+//	8   u64 the event's format ID; 0 while the program has not read the
+//	        clock for the event (a nested program records nothing)
+//
+// The record program zeroes the ID before it takes its batch and writes
+// both once it has read the clock: a program that finds the batch busy
+// leaves no stamp of an earlier event with the same ID behind.
+const stampSize = 16
+
+// stampMap is the spec of the stamp map.
+func stampMap() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: StampMapName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: stampSize, MaxEntries: 1}
+}
 
 // SampleHeader is the size of a sample's header: timestamp and length.
 const SampleHeader = 16
@@ -257,6 +281,11 @@ type RecordSpec struct {
 	// count them, sharing the control map, which they give the
 	// recording.
 	Hists []bool
+	// Stamp makes the programs of the events recorded on their classic
+	// tracepoint, unfiltered and without a control map, leave their
+	// clock read in the stamp map (Recorder.Stamped): for an
+	// inter-event session that runs on the same events.
+	Stamp bool
 }
 
 // gate returns the gate of the spec's programs, without the switch.
@@ -404,16 +433,22 @@ func Record(s *RecordSpec) (*Program, error) {
 			src = ev.Source
 		}
 		shape := ""
-		if _, classic := src.(Tracepoint); classic && s.Shared && ev.Filter == nil && ev.Stack == nil && ctl == nil {
+		_, classic := src.(Tracepoint)
+		if classic && s.Shared && ev.Filter == nil && ev.Stack == nil && ctl == nil {
 			shape = recordShape(f)
 		}
 		recorders[i] = Recorder{Point: src.Point(f)}
+		var stamp *ebpf.MapSpec
+		if s.Stamp && classic && ev.Filter == nil && ctl == nil {
+			stamp, recorders[i].Stamped = stampMap(), true
+		}
 		if p, ok := src.(*Probe); ok {
 			recorders[i].Why = p.Why()
 		}
 		recorders[i].Point.Cookie = uint64(f.ID)
 		if p := byShape[shape]; shape != "" && p != nil {
-			// Another event of this layout has a program: share it.
+			// Another event of this layout has a program (stamping
+			// as this one would): share it.
 			p.ID = EventID{Cookie: true}
 			recorders[i].Prog = p.Name
 			continue
@@ -424,7 +459,7 @@ func Record(s *RecordSpec) (*Program, error) {
 			Gate:    gate,
 			Filter:  ev.Filter,
 			ID:      EventID{Const: f.ID},
-			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared}},
+			Actions: []Action{&RecordAction{Format: f, Clock: s.Clock, MaxRecord: s.MaxRecord, Stream: s.Stream, shared: shared, stamp: stamp}},
 		}
 		var stack *StackAction
 		if st := ev.Stack; st != nil {
@@ -562,6 +597,10 @@ type Recorder struct {
 	// Why says why a kernel probe's program runs on its fentry, fexit or
 	// kprobe (Probe.Why).
 	Why string
+	// Stamped: the program leaves its clock read of every event it
+	// records in the stamp map (RecordSpec.Stamp): it is on the event's
+	// classic tracepoint, with no filter and no control map.
+	Stamped bool
 }
 
 // Shared reports whether the recorder's program records other events of
@@ -582,10 +621,16 @@ type RecordAction struct {
 	// batch (see RecordSpec.Stream).
 	Stream bool
 	shared []*ebpf.MapSpec
+	stamp  *ebpf.MapSpec // the stamp map the action stamps the event in; nil: none
 }
 
-func (a *RecordAction) stack() int            { return 8 }
-func (a *RecordAction) maps() []*ebpf.MapSpec { return a.shared }
+func (a *RecordAction) stack() int { return 8 }
+func (a *RecordAction) maps() []*ebpf.MapSpec {
+	if a.stamp != nil {
+		return append(slices.Clip(a.shared), a.stamp)
+	}
+	return a.shared
+}
 
 // emit: R7 = the timestamp, then the sample; R8 = the batch. The area
 // holds the u32 key of map lookups.
@@ -599,7 +644,29 @@ func (a *RecordAction) emit(b *Builder, fr *Frame) error {
 	if len(dynamic) > 0 {
 		most = SampleHeader + a.MaxRecord
 	}
+	if a.stamp != nil {
+		b.Comment("no stamp until the clock is read for this event")
+		b.Emit(asm.StoreImm(asm.R10, key, 0, asm.Word))
+		emitLookup(b, StampMapName, key)
+		stamped := b.Label("unstamped")
+		b.Emit(asm.JEq.Imm(asm.R0, 0, stamped), storeImm64(asm.R0, 8, 0))
+		b.Mark(stamped)
+	}
 	emitBatch(b, a.Clock, BatchData-most, key, fr.Out, done)
+	if a.stamp != nil {
+		b.Comment("stamp: the sample's timestamp and the event's ID, for a session's common_timestamp")
+		b.Emit(asm.StoreImm(asm.R10, key, 0, asm.Word))
+		emitLookup(b, StampMapName, key)
+		stamped := b.Label("stamped")
+		b.Emit(
+			asm.JEq.Imm(asm.R0, 0, stamped),
+			asm.LoadMem(asm.R1, asm.R7, 0, asm.DWord),
+			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		)
+		fr.ID.load(b, asm.R1)
+		b.Emit(asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord))
+		b.Mark(stamped)
+	}
 	if len(dynamic) == 0 {
 		emitFixed(b, fr.ID, fixed)
 	} else {

@@ -476,3 +476,47 @@ func TestRecordStream(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordStamp checks RecordSpec.Stamp: the program of an event on its
+// classic tracepoint without a filter zeroes the stamp's ID before it
+// takes the batch and stamps the sample's timestamp and the event's ID
+// after it; a filtered event's program and a raw tracepoint's do not,
+// and their recorders say so.
+func TestRecordStamp(t *testing.T) {
+	waking := testutil.Format(t, "sched:sched_waking")
+	sw := testutil.Format(t, "sched:sched_switch")
+	enter := testutil.Format(t, "raw_syscalls:sys_enter")
+	e, err := parse.ParseFilter("-f", "next_pid == 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := parse.BindFilter("-f", "next_pid == 1", e, sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := recordSpec(RecordEvent{Format: waking}, RecordEvent{Format: sw, Filter: bf}, RecordEvent{Format: enter})
+	s.Direct = &DirectOptions{TaskStatusOff: 16}
+	s.Stamp = true
+	p, err := Record(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Collection.Maps[StampMapName] == nil {
+		t.Fatalf("no %s map in the collection", StampMapName)
+	}
+	want := []bool{true, false, runtime.GOARCH != "amd64"}
+	for i, r := range p.Recorders {
+		if r.Stamped != want[i] {
+			t.Errorf("event %s: stamped %v, want %v", s.Events[i].Format.FullName(), r.Stamped, want[i])
+		}
+		insns := p.Collection.Programs[r.Prog].Instructions
+		if got := strings.Count(fmt.Sprint(insns), "<"+StampMapName+">"); got != map[bool]int{true: 2}[want[i]] {
+			t.Errorf("event %s: %d lookups of the stamp map", s.Events[i].Format.FullName(), got)
+		}
+		checkReturnsZero(t, insns)
+	}
+	stamp := fmt.Sprintf("MovImm dst: r1 imm: %d\nStXMemDW dst: r0 src: r1 off: 8 imm: 0", waking.ID)
+	if !strings.Contains(lines(p.Collection.Programs[p.Recorders[0].Prog].Instructions), stamp) {
+		t.Errorf("the program of sched_waking does not stamp its ID:\n%s", p.Collection.Programs[p.Recorders[0].Prog].Instructions)
+	}
+}
