@@ -88,3 +88,39 @@ func TestTriggerListSynth(t *testing.T) {
 		t.Errorf("trigger --list --synth: %v", err)
 	}
 }
+
+// TestRecordSynthStampDryRun checks that the plan says whose read of the
+// clock a session's common_timestamp is: the recording's, where its
+// program stamps every event the session sees, else the session's own.
+func TestRecordSynthStampDryRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter []string // the recording's filter on sched_switch
+		want   []string
+	}{
+		{"exact", nil, []string{
+			"# common_timestamp of sched:sched_waking: the recording's read of the clock for the event (exact)\n",
+			"# common_timestamp of sched:sched_switch: the recording's read of the clock for the event (exact)\n",
+			"; the event's time, common_timestamp (mono): the recording's stamp of event ",
+		}},
+		{"filtered", []string{"-f", "next_prio < 200"}, []string{
+			"# common_timestamp of sched:sched_waking: the recording's read of the clock for the event (exact)\n",
+			"# common_timestamp of sched:sched_switch: the session's own read of the clock: the recording filters the event\n",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, out, _ := fakeDeps(t)
+			args := wakeupSession()
+			i := slices.Index(args, "sched:sched_switch")
+			args = slices.Concat(args[:i+3], tc.filter, args[i+3:], []string{"--dry-run"})
+			if err := execRecord(d, args...); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("dry run lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

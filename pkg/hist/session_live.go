@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gtrace/gtrace/pkg/bpfgen"
@@ -46,12 +47,14 @@ type liveSession struct {
 	progs   []sessionProg
 	objs    *probe.Objects
 	rec     *SessionRecording // the recording whose maps the session shares; nil: none
+	stamp   int               // while compiling an event's program: the format ID of its stamp (bpfgen.HistAction.Stamp); 0: none
 }
 
 // sessionProg is the program of one event of a session.
 type sessionProg struct {
 	name string
 	fm   *parse.Format
+	time string // whose clock read is the event's common_timestamp, for --dry-run; "": the session's own
 }
 
 // sessionLiveOptions are the gates of a live session's programs.
@@ -187,6 +190,15 @@ func (s *Session) compileLive(o sessionLiveOptions) (*liveSession, error) {
 			continue // runs where its actions emit it
 		}
 		p := &bpfgen.Prog{Name: fmt.Sprintf("gtrace_s%d", len(ls.progs)), Source: bpfgen.Tracepoint{}, Gate: gate, ID: bpfgen.EventID{Const: fm.ID}}
+		time := ""
+		if o.rec != nil && slices.ContainsFunc(hs, func(h *sessHist) bool { return h.spec.Timestamp() || len(h.spec.Vars) > 0 }) {
+			why := ls.stampable(fm, hs, gate)
+			if why == "" {
+				ls.stamp, time = fm.ID, "the recording's read of the clock for the event (exact)"
+			} else {
+				time = "the session's own read of the clock: " + why
+			}
+		}
 		if len(hs) == 1 {
 			a, err := ls.histAction(hs[0], 0)
 			if err != nil {
@@ -203,13 +215,41 @@ func (s *Session) compileLive(o sessionLiveOptions) (*liveSession, error) {
 				p.Actions = append(p.Actions, a)
 			}
 		}
+		ls.stamp = 0
 		if err := c.Add(p); err != nil {
 			return nil, fmt.Errorf("generate the hists of %s: %w", ev, err)
 		}
-		ls.progs = append(ls.progs, sessionProg{name: p.Name, fm: fm})
+		ls.progs = append(ls.progs, sessionProg{name: p.Name, fm: fm, time: time})
 	}
 	ls.program = &bpfgen.Program{Collection: c.Spec()}
 	return ls, nil
+}
+
+// stampable returns why the hists of fm in a recording cannot take the
+// recording's read of the clock for each event (its stamp), "" when
+// they can: its program, attached before the session's on the same
+// classic tracepoint, stamps every event that passes the session's gate.
+func (ls *liveSession) stampable(fm *parse.Format, hs []*sessHist, gate bpfgen.Gate) string {
+	r := ls.rec
+	for _, h := range hs {
+		if l := ls.layouts[ls.index[h]]; (h.spec.Timestamp() || len(h.spec.Vars) > 0) && l.Clock != r.Spec.Clock {
+			return fmt.Sprintf("a hist's clock is %s, the recording's %s", l.Clock, r.Spec.Clock)
+		}
+	}
+	i := slices.IndexFunc(r.Spec.Events, func(e bpfgen.RecordEvent) bool { return e.Format.ID == fm.ID })
+	switch {
+	case i < 0:
+		return "the event is not recorded"
+	case r.Spec.Events[i].Filter != nil:
+		return "the recording filters the event"
+	case !r.Program.Recorders[i].Stamped:
+		return "the recording's program of the event is not on its classic tracepoint, or has triggers"
+	case r.Spec.Follow != nil || gate.Follow != "":
+		return "the recording and the session follow their processes each in a map of its own"
+	case gate.ExcludeTGID != r.Spec.ExcludeTGID || gate.Preempt != r.Spec.Preempt || !slices.Equal(gate.OnlyTGIDs, r.Spec.OnlyTGIDs) || len(r.Spec.OnlyCPUs) > 0 || len(gate.CPUs) > 0:
+		return "the recording records other processes or CPUs than the session counts"
+	}
+	return ""
 }
 
 // layout is h's plan's layout with its variables, set word, tracks and
@@ -431,6 +471,9 @@ func (ls *liveSession) histAction(h *sessHist, depth int) (bpfgen.Action, error)
 	i := ls.index[h]
 	l := ls.layouts[i]
 	ha := bpfgen.NewHistAction(l, sessMap(i), sessDrops(i))
+	if depth == 0 && ls.stamp != 0 {
+		ha.Stamp = ls.stamp
+	}
 	ha.OnTrack = make([][]bpfgen.Action, len(l.Tracks))
 	for j, a := range h.actions {
 		var acts []bpfgen.Action
@@ -527,6 +570,9 @@ func (ls *liveSession) describe(w io.Writer) error {
 	}
 	for _, p := range ls.progs {
 		fmt.Fprintf(w, "# program %s on classic tracepoint %s\n", p.name, p.fm.FullName())
+		if p.time != "" {
+			fmt.Fprintf(w, "# common_timestamp of %s: %s\n", p.fm.FullName(), p.time)
+		}
 	}
 	_, err := fmt.Fprintf(w, "%s\n", ls.program.Listing())
 	return err
@@ -565,7 +611,7 @@ func (ls *liveSession) attach(follow []uint32, recording *probe.Objects) error {
 	shared := probe.Shared{}
 	if ls.rec != nil {
 		var names []string
-		for _, n := range []string{bpfgen.SwitchMapName, bpfgen.RingsMapName, bpfgen.LostMapName, bpfgen.BatchMapName} {
+		for _, n := range []string{bpfgen.SwitchMapName, bpfgen.RingsMapName, bpfgen.LostMapName, bpfgen.BatchMapName, bpfgen.StampMapName} {
 			if ls.program.Collection.Maps[n] != nil {
 				names = append(names, n)
 			}

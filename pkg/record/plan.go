@@ -301,6 +301,9 @@ func NewPlan(fs *tracefs.FS, o *Options) (*Plan, error) {
 		if err := p.checkSession(o); err != nil {
 			return nil, err
 		}
+		// The session's common_timestamp is the recording's read of
+		// the clock where it can be (hist.NewRecordingSession).
+		spec.Stamp = true
 	}
 	for _, h := range p.hists {
 		spec.Hists = append(spec.Hists, h.spec.Pause)
