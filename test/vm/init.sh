@@ -17,6 +17,18 @@ PID=5000 # the workload's process id (vmload -pid), so keys on common_pid match
 
 up() { read -r u _ </proc/uptime; echo "$u"; }
 trim() { echo "$1" | sed 's/^ *//; s/ *$//'; }
+# write_defs DEFS FILE: appends each line of the file DEFS to the tracefs
+# FILE (synthetic_events, kprobe_events) as a kernel user would; each
+# refused one sets krc=1 and adds the error_log to /tmp/k.err.
+write_defs() {
+	krc=0
+	while read -r d; do
+		if ! echo "$d" >>"$2" 2>>/tmp/k.err; then
+			krc=1
+			cat $T/error_log >>/tmp/k.err
+		fi
+	done <"$1"
+}
 emit() { # emit WHAT RC FILE
 	echo "=== $1 rc=$2"
 	base64 <"$3"
@@ -312,15 +324,8 @@ session_case() {
 		tdir=$T/instances/session
 		;;
 	esac
-	krc=0
-	while read -r d; do
-		d=$(trim "$d")
-		[ -n "$d" ] || continue
-		if ! echo "$d" >>$T/synthetic_events 2>>/tmp/k.err; then
-			krc=1
-			cat $T/error_log >>/tmp/k.err
-		fi
-	done </tmp/s.defs
+	sed -i 's/^ *//; s/ *$//; /^$/d' /tmp/s.defs
+	write_defs /tmp/s.defs $T/synthetic_events
 	if [ $krc = 0 ]; then
 		while read -r e t; do
 			if ! echo "$t" >>"$tdir/events/${e%%:*}/${e#*:}/trigger" 2>>/tmp/k.err; then
@@ -638,13 +643,7 @@ synth_case() {
 	: >/tmp/k.err
 	echo >$T/error_log 2>/dev/null
 	echo "${trig#synth}" | sed 's/ ,, /\n/g' | while read -r d; do echo "$d"; done >/tmp/s.defs
-	krc=0
-	while read -r d; do
-		if ! echo "$d" >>$T/synthetic_events 2>>/tmp/k.err; then
-			krc=1
-			cat $T/error_log >>/tmp/k.err
-		fi
-	done </tmp/s.defs
+	write_defs /tmp/s.defs $T/synthetic_events
 	cat $T/synthetic_events >>/tmp/k.out
 	for n in $(awk '{ print $1 }' $T/synthetic_events); do
 		sed '/^ID: /d' "$T/events/synthetic/$n/format" >>/tmp/k.out
@@ -724,13 +723,7 @@ kprobe_case() {
 	: >/tmp/k.err
 	echo "${trig#kprobe}" | sed 's/ ,, /\n/g' | while read -r d; do echo "$d"; done >/tmp/p.defs
 	echo >$T/error_log 2>/dev/null
-	krc=0
-	while read -r d; do
-		if ! echo "$d" >>$T/kprobe_events 2>>/tmp/k.err; then
-			krc=1
-			cat $T/error_log >>/tmp/k.err
-		fi
-	done </tmp/p.defs
+	write_defs /tmp/p.defs $T/kprobe_events
 	cat $T/kprobe_events >>/tmp/k.out
 	for ev in $(sed 's/^[pr][0-9]*:\([^ ]*\) .*/\1/' $T/kprobe_events); do
 		sed '/^ID: /d' "$T/events/$ev/format" >>/tmp/k.out
